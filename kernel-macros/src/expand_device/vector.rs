@@ -274,7 +274,9 @@ impl<'k> DevGen<'k> {
             }
             if let Some(w) = self.whole_block_test(*l, ptr, mask, numel, v, elem_size(&k.exprs[*l].ty.elem)) {
                 tests.whole.push(w.test);
-                tests.clean.as_mut().map(|c| c.push(w.clean));
+                if let Some(c) = tests.clean.as_mut() {
+                    c.push(w.clean);
+                }
                 continue;
             }
             let ptrs = (0..v).map(|i| {
@@ -290,7 +292,9 @@ impl<'k> DevGen<'k> {
         match &out.store_test {
             Some(AccessTest::Whole(w)) => {
                 tests.whole.push(w.test.clone());
-                tests.clean.as_mut().map(|c| c.push(w.clean.clone()));
+                if let Some(c) = tests.clean.as_mut() {
+                    c.push(w.clean.clone());
+                }
             }
             Some(AccessTest::Chunk(t)) => tests.per_chunk.push(t.clone()),
             None => {}
