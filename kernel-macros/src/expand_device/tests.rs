@@ -1004,6 +1004,15 @@ fn values_read_twice_by_one_statement_are_computed_there() {
     };
     assert!(matches!(kind(src, "d"), LocalKind::Inline(_)), "{:?}", kind(src, "d"));
     assert!(matches!(kind(reduced, "v"), LocalKind::Materialized), "read by `max`: {:?}", kind(reduced, "v"));
+    // Its `exp` is in a local evaluated at its use: computed at each read, it would be twice.
+    let costly = "fn c<const BLOCK: i32>(x: Ptr<f16>, out: Ptr<f32>) {
+        let cols = arange(0, BLOCK);
+        let e = exp(load(x + cols).to::<f32>());
+        let d = e * 2.0;
+        store(out + cols, d * d);
+    }";
+    assert!(matches!(kind(costly, "e"), LocalKind::Inline(_)), "{:?}", kind(costly, "e"));
+    assert!(matches!(kind(costly, "d"), LocalKind::Materialized), "{:?}", kind(costly, "d"));
     let out = device_code("BLOCK = [1024], num_warps = 4", src);
     assert!(out.contains("let __wa ="), "a select over `v - mean` and 0");
     let div = "fn q<const BLOCK: i32>(x: Ptr<f32>, out: Ptr<f32>, n: i32, m: f32) {

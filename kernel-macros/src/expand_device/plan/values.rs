@@ -86,7 +86,9 @@ impl DevicePlan<'_> {
             _ => self.is_elementwise(v),
         };
         #[allow(clippy::too_many_arguments)]
-        let has_transcendental = |v: ExprId| self.has_transcendental(v, &[]);
+        // Through the locals it reads, by their defining values (not classified yet: one that
+        // is evaluated at each use computes its functions again at each read of this value).
+        let has_transcendental = |v: ExprId| calls_transcendental(k, v, lets);
         #[allow(clippy::too_many_arguments)]
         fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, inlinable: &dyn Fn(ExprId) -> bool, has_transcendental: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
@@ -245,6 +247,15 @@ impl DevicePlan<'_> {
     }
 }
 
+/// Whether evaluating `e` calls a transcendental function, also through the values that define
+/// the locals it reads (`lets`).
+fn calls_transcendental(k: &Kernel, e: ExprId, lets: &HashMap<LocalId, ExprId>) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Math(f, _) if f.is_transcendental() => true,
+        ExprKind::Local(l) => lets.get(l).is_some_and(|v| calls_transcendental(k, *v, lets)),
+        kind => kind.operands().into_iter().any(|c| calls_transcendental(k, c, lets)),
+    }
+}
 
 /// The expressions in `e` that read local `l` in the phase of `e`'s own elements: not through
 /// other locals, and not inside a `dot`, reduction or scan (computed in phases of their own).
