@@ -11,15 +11,22 @@ use kernel_std::prelude::*;
 
 /// Grid `(cdiv(n_ctx, BLOCK_M), batch * heads)`. 64 keys a step with 8 warps is the fastest
 /// config on an H100 at head dimension 64 and when causal, but its `mma.sync` body (sm_80)
-/// spills at head dimension 128: it is built for sm_90a only. `q`, `k`, `v` and `o` are 4-D
+/// spills at head dimension 128: it is built for sm_90a only. On sm_90a the 32-key configs keep
+/// to 128 registers per thread (`maxnreg`: two blocks of 8 warps per SM), which their `wgmma`
+/// bodies fit without spilling (the `mma.sync` bodies do not: on sm_80 they have no limit).
+/// The key and value offsets are written `base + (rows * stride + cols)`, one offsets block
+/// for the pointer, which is what lets sm_90a copy their tiles with tensor maps
+/// (ARCHITECTURE.md, "Copies ahead"). `q`, `k`, `v` and `o` are 4-D
 /// `(batch, heads, n_ctx, HEAD_DIM)` with the given batch, head and row strides and contiguous
 /// rows (any layout whose last dimension is contiguous, such as PyTorch's
 /// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first).
 #[kernel(HEAD_DIM = [64, 128], CAUSAL = [false, true])]
 #[autotune(
     configs = [
-        config(BLOCK_M = 128, BLOCK_N = 32, num_stages = 2, num_warps = 8),
-        config(BLOCK_M = 64, BLOCK_N = 32, num_stages = 2, num_warps = 4),
+        config(BLOCK_M = 128, BLOCK_N = 32, num_stages = 2, num_warps = 8, archs = [sm_80]),
+        config(BLOCK_M = 64, BLOCK_N = 32, num_stages = 2, num_warps = 4, archs = [sm_80]),
+        config(BLOCK_M = 128, BLOCK_N = 32, num_stages = 2, num_warps = 8, archs = [sm_90a], maxnreg = 128),
+        config(BLOCK_M = 64, BLOCK_N = 32, num_stages = 2, num_warps = 4, archs = [sm_90a], maxnreg = 128),
         config(BLOCK_M = 128, BLOCK_N = 64, num_stages = 2, num_warps = 8, archs = [sm_90a]),
     ],
     key = [n_ctx],
@@ -64,21 +71,21 @@ pub fn attn_fwd<const BLOCK_M: i32, const BLOCK_N: i32, const HEAD_DIM: i32, con
         for start_n in range(0, lo, BLOCK_N) {
             let cols = start_n + offs_n;
             // K^T: element (d, n) is key n's feature d.
-            let k = load(k_base + cols.as_row() * stride_kn + offs_d.as_col());
+            let k = load(k_base + (cols.as_row() * stride_kn + offs_d.as_col()));
             let qk = dot(q, k);
             let m_ij = maximum(m_i, qk.max(1) * qk_scale);
             let p = exp2(fma(qk, qk_scale, -m_ij.as_col()));
             let alpha = exp2(m_i - m_ij);
             l_i = l_i * alpha + p.sum(1);
             acc = acc * alpha.as_col();
-            let v = load(v_base + cols.as_col() * stride_vn + offs_d.as_row());
+            let v = load(v_base + (cols.as_col() * stride_vn + offs_d.as_row()));
             acc = dot(p.to::<f16>(), v, acc);
             m_i = m_ij;
         }
     }
     for start_n in range(lo, hi, BLOCK_N) {
         let cols = start_n + offs_n;
-        let k = load(k_base + cols.as_row() * stride_kn + offs_d.as_col(), cols.as_row() < n_ctx, 0.0);
+        let k = load(k_base + (cols.as_row() * stride_kn + offs_d.as_col()), cols.as_row() < n_ctx, 0.0);
         let qk = dot(q, k);
         let keep = (cols.as_row() < n_ctx) & (!CAUSAL | (offs_m.as_col() >= cols.as_row()));
         let qk = where_(keep, qk * qk_scale, f32::NEG_INFINITY);
@@ -87,7 +94,7 @@ pub fn attn_fwd<const BLOCK_M: i32, const BLOCK_N: i32, const HEAD_DIM: i32, con
         let alpha = exp2(m_i - m_ij);
         l_i = l_i * alpha + p.sum(1);
         acc = acc * alpha.as_col();
-        let v = load(v_base + cols.as_col() * stride_vn + offs_d.as_row(), cols.as_col() < n_ctx, 0.0);
+        let v = load(v_base + (cols.as_col() * stride_vn + offs_d.as_row()), cols.as_col() < n_ctx, 0.0);
         acc = dot(p.to::<f16>(), v, acc);
         m_i = m_ij;
     }

@@ -25,6 +25,7 @@
 //! line to add when one is missing.
 
 pub mod check;
+pub mod maxnreg;
 pub mod pipeline;
 pub mod ptxas;
 pub mod toolchain;

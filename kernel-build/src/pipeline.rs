@@ -184,6 +184,18 @@ pub fn build_crate(tc: &Toolchain, ptxas: &Ptxas, job: &Job) -> Result<Built> {
     let t_link = t.elapsed();
 
     let ptx = std::fs::read_to_string(&ptx_tmp)?;
+    // Entries whose config limits their registers (`maxnreg`) get `.maxnreg` for ptxas.
+    let limits: Vec<(String, u32)> = parse_metadata(&ptx)
+        .into_iter()
+        .filter_map(|(entry, v)| Some((entry, u32::try_from(v.get("maxnreg")?.as_u64()?).ok()?)))
+        .collect();
+    let ptx = if limits.is_empty() {
+        ptx
+    } else {
+        let limited = crate::maxnreg::limit_registers(&ptx, &limits);
+        std::fs::write(&ptx_tmp, &limited).with_context(|| format!("writing {}", ptx_tmp.display()))?;
+        limited
+    };
     let ptx_entries = parse_entries(&ptx);
     for e in &entries {
         ensure!(ptx_entries.iter().any(|p| &p.name == e), "kernel `{e}` is missing from {}", ptx_path.display());

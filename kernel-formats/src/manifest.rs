@@ -126,6 +126,10 @@ pub struct Instance {
     pub threads_per_block: u32,
     /// Dynamic shared memory the entry asks for, in bytes.
     pub dynamic_shared_bytes: u64,
+    /// The most registers per thread its config allows (`maxnreg`; the device build gives
+    /// ptxas `.maxnreg`), if it sets a limit.
+    #[serde(default)]
+    pub maxnreg: Option<u32>,
 }
 
 /// Why a manifest could not be read.
@@ -246,6 +250,7 @@ mod tests {
                 num_stages: 3,
                 threads_per_block: 128,
                 dynamic_shared_bytes: 16384,
+                maxnreg: Some(128),
             }),
         });
         m
@@ -264,6 +269,7 @@ mod tests {
         assert_eq!(e["params"][2]["align"], serde_json::Value::Null);
         assert_eq!(e["instance"]["meta"]["BLOCK"], 64);
         assert_eq!(e["instance"]["functions"]["F"], serde_json::Value::Null);
+        assert_eq!(e["instance"]["maxnreg"], 128);
         assert!(sample().to_json().ends_with("}\n"));
     }
 
@@ -284,7 +290,9 @@ mod tests {
         let i: Instance = serde_json::from_str(text).unwrap();
         assert_eq!(i.meta["BLOCK_SIZE_M"], 128);
         assert_eq!(i.functions["ACTIVATION"].as_deref(), Some("leaky_relu"));
-        assert_eq!(i.threads_per_block, 256);
+        assert_eq!((i.threads_per_block, i.maxnreg), (256, None), "no `maxnreg`: no limit");
+        let capped: Instance = serde_json::from_str(&text.replace("65536}", "65536, \"maxnreg\": 128}")).unwrap();
+        assert_eq!(capped.maxnreg, Some(128));
     }
 
     #[test]

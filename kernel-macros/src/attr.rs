@@ -93,6 +93,9 @@ pub struct KernelAttr {
     /// `asserts = false`: the kernel's `device_assert`s are checked at compile time but run on
     /// neither backend (the default, `true`, runs them).
     pub asserts: Option<bool>,
+    /// `maxnreg = 128`: at most that many registers per thread in every entry (Triton's
+    /// `maxnreg`; `.maxnreg` in the PTX).
+    pub maxnreg: Option<(i64, Sp)>,
 }
 
 /// `N` or `[N, M, ...]`: integers.
@@ -137,7 +140,7 @@ impl KernelAttr {
         let mut seen = Vec::new();
         for a in list {
             let fix = match a.name.to_string().as_str() {
-                "num_warps" | "num_stages" | "asserts" => "give it once".to_string(),
+                "num_warps" | "num_stages" | "asserts" | "maxnreg" => "give it once".to_string(),
                 n => format!("list all its values once, like `{n} = [a, b]`"),
             };
             check_once(&mut seen, &a.name, &fix)?;
@@ -145,6 +148,8 @@ impl KernelAttr {
                 out.num_warps = Some(int_list(&a)?);
             } else if a.name == "num_stages" {
                 out.num_stages = Some(int_list(&a)?);
+            } else if a.name == "maxnreg" {
+                out.maxnreg = Some(single_int(&a)?);
             } else if a.name == "asserts" {
                 match a.values.as_slice() {
                     [AttrValue::Bool(b, _)] => out.asserts = Some(*b),
@@ -167,6 +172,8 @@ pub struct ConfigAttr {
     /// `archs = [sm_90a]`: the device architectures whose builds have this config's entries
     /// (empty: all of them).
     pub archs: Vec<Ident>,
+    /// `maxnreg = 128`: at most that many registers per thread in this config's entries.
+    pub maxnreg: Option<(i64, Sp)>,
     pub span: Sp,
 }
 
@@ -179,7 +186,7 @@ impl Parse for ConfigAttr {
         let content;
         parenthesized!(content in input);
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated(&content)?;
-        let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), archs: vec![], span: kw.sp() };
+        let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), archs: vec![], maxnreg: None, span: kw.sp() };
         let mut seen = Vec::new();
         for a in list {
             check_once(&mut seen, &a.name, "a config gives one value per meta-parameter")?;
@@ -189,6 +196,8 @@ impl Parse for ConfigAttr {
                 c.num_stages = single_int(&a)?;
             } else if a.name == "archs" {
                 c.archs = arch_list(&a)?;
+            } else if a.name == "maxnreg" {
+                c.maxnreg = Some(single_int(&a)?);
             } else if a.values.len() == 1 {
                 c.metas.push((a.name, a.values[0].clone()));
             } else {
@@ -272,7 +281,7 @@ fn assigned_names(tokens: TokenStream, out: &mut Vec<String>) {
     for part in tokens.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ',')) {
         if let [TokenTree::Ident(name), TokenTree::Punct(eq), ..] = part {
             let n = name.to_string();
-            if eq.as_char() == '=' && n != "num_warps" && n != "num_stages" && n != "archs" {
+            if eq.as_char() == '=' && n != "num_warps" && n != "num_stages" && n != "archs" && n != "maxnreg" {
                 out.push(n);
             }
         }

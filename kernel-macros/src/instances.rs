@@ -42,6 +42,8 @@ pub struct ConfigData {
     /// The device architectures whose builds have this config's entries ([`ARCHS`]); empty:
     /// every one.
     pub archs: Vec<String>,
+    /// At most this many registers per thread in its entries (`maxnreg`).
+    pub maxnreg: Option<u32>,
 }
 
 /// The architectures a config may name in `archs = [...]`: `sm_90a` (the Hopper body, built
@@ -251,6 +253,16 @@ fn config_archs(names: &[Ident], diag: &mut Diagnostics) -> Vec<String> {
     out
 }
 
+/// Rule: `maxnreg` is 16 to 255 registers per thread (the hardware's limit is 255).
+fn check_maxnreg(m: Option<(i64, Sp)>, diag: &mut Diagnostics) -> Option<u32> {
+    let (n, span) = m?;
+    if !(16..=255).contains(&n) {
+        diag.error(span, format!("maxnreg must be from 16 to 255 registers per thread, got {n}"));
+        return None;
+    }
+    Some(n as u32)
+}
+
 /// Rule: `num_stages` is 1 to 8.
 fn check_num_stages(num_stages: i64, span: Sp, diag: &mut Diagnostics) {
     if !(1..=8).contains(&num_stages) {
@@ -340,6 +352,9 @@ pub fn collect_instances(
         let sp = kattr.num_warps.iter().chain(kattr.num_stages.iter()).flatten().next().map(|x| x.1).unwrap_or(fn_span);
         diag.error(sp, "with #[autotune], give num_warps and num_stages in each config(...), not as lists in #[kernel]");
     }
+    if let (Some((_, sp)), Some(_)) = (kattr.maxnreg, autotune) {
+        diag.error(sp, "with #[autotune], give maxnreg in each config(...) that wants it, not in #[kernel]");
+    }
 
     // Autotuned meta-parameters.
     let mut configs = Vec::new();
@@ -378,14 +393,16 @@ pub fn collect_instances(
                 }
             }
             let archs = config_archs(&c.archs, diag);
-            configs.push(ConfigData { metas, num_warps: c.num_warps.0, num_stages: c.num_stages.0, archs });
+            let maxnreg = check_maxnreg(c.maxnreg, diag);
+            configs.push(ConfigData { metas, num_warps: c.num_warps.0, num_stages: c.num_stages.0, archs, maxnreg });
         }
         check_distinct_configs(at, &configs, diag);
     } else {
         // `num_warps = [4, 8]`, `num_stages = [2, 3]`: one config per combination, tuned at launch.
+        let maxnreg = check_maxnreg(kattr.maxnreg, diag);
         for &w in &warps_list {
             for &st in &stages_list {
-                configs.push(ConfigData { metas: vec![], num_warps: w, num_stages: st, archs: vec![] });
+                configs.push(ConfigData { metas: vec![], num_warps: w, num_stages: st, archs: vec![], maxnreg });
             }
         }
     }

@@ -172,7 +172,7 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         .iter()
         .map(|key| {
             let c = &inst.configs[key.config];
-            expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize, &c.archs)
+            expand_device::entry(&variants[key.variant], &key.entry, &key.vals, (c.num_warps as usize, c.num_stages as usize, c.maxnreg), &c.archs)
                 .map_err(|e| format!("the device plan of entry `{}` is invalid: {e} (an internal error of the code generator: please report it)", key.entry))
         })
         .collect();
@@ -395,7 +395,7 @@ mod dump_tests {
         assert!(!out.to_string().contains("compile_error"), "{out}");
         let lowered = LOWERED.with(|l| l.take());
         let (k, vals, warps, stages) = &lowered[0];
-        let entries = vec![expand_device::entry(k, "add__BLOCK_64", vals, *warps, *stages, &[]).expect("a valid plan")];
+        let entries = vec![expand_device::entry(k, "add__BLOCK_64", vals, (*warps, *stages, None), &[]).expect("a valid plan")];
         let dir = std::env::temp_dir().join(format!("kernel-dump-test-{}", std::process::id()));
         write_dump(&dir, "add", std::slice::from_ref(k), &entries, &out);
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));

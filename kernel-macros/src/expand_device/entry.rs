@@ -8,7 +8,7 @@ use super::*;
 /// Generates the `extern "ptx-kernel"` entry of one instance.
 /// The instance's description for the PTX manifest, as JSON: `cargo xtask build-ptx` reads it
 /// back from the exported global `__KERNEL_META_<entry>` and merges it into the manifest.
-pub(super) fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, shared: usize) -> String {
+pub(super) fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, (num_warps, num_stages, maxnreg): (usize, usize, Option<u32>), shared: usize) -> String {
     let mut metas: Vec<(&String, &i64)> = vals.iter().collect();
     metas.sort();
     let metas = metas.iter().map(|(n, v)| format!("\"{n}\": {v}")).collect::<Vec<_>>().join(", ");
@@ -18,8 +18,9 @@ pub(super) fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String
         .map(|(n, v)| format!("\"{n}\": {}", v.as_ref().map(|h| format!("\"{h}\"")).unwrap_or_else(|| "null".into())))
         .collect::<Vec<_>>()
         .join(", ");
+    let maxnreg = maxnreg.map_or_else(|| "null".to_string(), |n| n.to_string());
     format!(
-        "{{\"entry\": \"{entry_name}\", \"kernel\": \"{}\", \"meta\": {{{metas}}}, \"functions\": {{{fns}}}, \"num_warps\": {num_warps}, \"num_stages\": {num_stages}, \"threads_per_block\": {}, \"dynamic_shared_bytes\": {shared}}}",
+        "{{\"entry\": \"{entry_name}\", \"kernel\": \"{}\", \"meta\": {{{metas}}}, \"functions\": {{{fns}}}, \"num_warps\": {num_warps}, \"num_stages\": {num_stages}, \"threads_per_block\": {}, \"dynamic_shared_bytes\": {shared}, \"maxnreg\": {maxnreg}}}",
         k.name,
         32 * num_warps
     )
@@ -48,10 +49,10 @@ fn only_cfg(name: &str) -> TokenStream {
 /// have the entries; a build for another one has neither the entries nor their manifest
 /// records, and launching them there is [`kernel_runtime::LaunchError::MissingEntry`] (the
 /// autotuner skips such configs).
-pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, archs: &[String]) -> Result<DeviceEntry, plan::PlanError> {
+pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, (num_warps, num_stages, maxnreg): (usize, usize, Option<u32>), archs: &[String]) -> Result<DeviceEntry, plan::PlanError> {
     let folded = fold::fold_static_ifs(k, vals);
     let k = &folded;
-    let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split };
+    let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split, maxnreg };
     let only = targets_of(archs);
     let plain = entry_fn(k, entry_name, &inst(false), only)?;
     if plain.split_bytes == 0 {
@@ -166,7 +167,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>, only_target
         _ => function(only_target.map(Target::cfg).unwrap_or_default(), &bodies[0].1, None),
     };
     let meta_cfg = (kept.len() == 1).then(|| kept[0].cfg());
-    let meta = entry_metadata(k, entry_name, inst.vals, inst.num_warps, inst.num_stages, shared);
+    let meta = entry_metadata(k, entry_name, inst.vals, (inst.num_warps, inst.num_stages, inst.maxnreg), shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
     let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));
     let bytes = proc_macro2::Literal::byte_string(meta.as_bytes());

@@ -20,6 +20,9 @@ pub(super) struct Ahead {
     depth: usize,
     staging: Staging,
     buf: Ident,
+    /// With tensor maps (`pipeline/ahead.rs`), in the loop that copies with them: the wait for
+    /// this operand's tile.
+    tma: Option<TokenStream>,
 }
 
 /// The copies ahead of one loop, for the code around it (`stmt.rs`): the first `depth`
@@ -31,6 +34,19 @@ pub(super) struct AheadCode {
     pub(super) next: TokenStream,
     pub(super) buf: Ident,
     pub(super) depth: usize,
+    /// With tensor maps, the loop that copies with them (see [`AheadTmaLoop`]).
+    pub(super) tma: Option<AheadTmaLoop>,
+}
+
+/// The loop version whose copies ahead are tensor-map copies (sm_90a, `pipeline/ahead.rs`),
+/// taken when `flag` is set (`AheadCode::first` sets it before the loop; the same in every
+/// thread): the buffer and phase of an iteration and thread 0's copies at its top (`next`),
+/// the end of an iteration (`advance`), and the code after the loop (`after`, either version).
+pub(super) struct AheadTmaLoop {
+    pub(super) flag: Ident,
+    pub(super) next: TokenStream,
+    pub(super) advance: TokenStream,
+    pub(super) after: TokenStream,
 }
 
 impl AheadCode {
@@ -44,11 +60,9 @@ impl AheadCode {
 impl DevGen<'_> {
     /// The tile and staging of operand `x` (`[rows, inner]`) of a `dot` in `layout`.
     pub(super) fn operand_tile(&self, x: ExprId, layout: Layout, rows: usize, inner: usize) -> (Tile, Staging) {
-        let down = self.staged_load(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
-        if down && rows.is_multiple_of(8) {
-            (Tile::of(layout, inner, rows), Staging::Cols)
-        } else {
-            (Tile::of(layout, rows, inner), Staging::Rows)
+        match self.staging_of(x, rows) {
+            Staging::Cols => (Tile::of(layout, inner, rows), Staging::Cols),
+            Staging::Rows => (Tile::of(layout, rows, inner), Staging::Rows),
         }
     }
 
@@ -60,10 +74,11 @@ impl DevGen<'_> {
         if let Some(off) = self.resident.borrow().get(&x) {
             return (quote!(#off), quote!(), Staging::Rows);
         }
-        if let Some(Ahead { first, delta, depth, staging, buf }) = self.ahead.borrow().get(&x).cloned() {
+        if let Some(Ahead { first, delta, depth, staging, buf, tma }) = self.ahead.borrow().get(&x).cloned() {
             // This iteration's copy is the oldest of the (at most) `depth + 1` pending groups.
             let depth = proc_macro2::Literal::usize_unsuffixed(depth);
-            return (quote!((#first + (#buf as usize) * #delta)), quote!(#d::cp_async_wait_group::<#depth>();), staging);
+            let wait = tma.unwrap_or_else(|| quote!(#d::cp_async_wait_group::<#depth>();));
+            return (quote!((#first + (#buf as usize) * #delta)), wait, staging);
         }
         let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
         let (tile, staging) = self.operand_tile(x, layout, rows, inner);
@@ -74,9 +89,17 @@ impl DevGen<'_> {
     /// Code copying operand `x` into `tile` at shared offset `off` (a `usize` expression) as
     /// `staging` says; its `cp.async` copies are left in flight.
     pub(super) fn stage_operand(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream) -> TokenStream {
+        self.stage_operand_in(x, tile, staging, off, false)
+    }
+
+    /// [`Self::stage_operand`]; with `cold`, each chunk's index is opaque, so that no per-chunk
+    /// address arithmetic is hoisted out of a loop into registers (the `cp.async` version of a
+    /// loop whose copies ahead have a tensor-map version: the registers it would keep count
+    /// for the whole entry).
+    fn stage_operand_in(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream, cold: bool) -> TokenStream {
         match staging {
-            Staging::Rows => self.stage_rows(x, tile, off),
-            Staging::Cols => self.stage_cols(x, tile, off),
+            Staging::Rows => self.stage_rows(x, tile, off, cold),
+            Staging::Cols => self.stage_cols(x, tile, off, cold),
         }
     }
 
@@ -191,27 +214,39 @@ impl DevGen<'_> {
     /// of that iteration's statements wait for).
     pub(super) fn copy_ahead(&self, var: LocalId, t: &TokenStream) -> Option<AheadCode> {
         let k = self.k;
-        let Schedule::AsWritten { ahead, depth, .. } = self.schedule(var) else { return None };
+        let Schedule::AsWritten { ahead, depth, tma, .. } = self.schedule(var) else { return None };
         if ahead.is_empty() {
             return None;
         }
         let (depth, buf) = (*depth, self.fresh("buf"));
         let mut ops = Vec::new();
+        let mut aops = Vec::new();
         for op in ahead {
             let (align, size) = op.tile_bytes();
             let bufs: Vec<usize> = (0..=depth).map(|_| self.alloc_aligned(size, align)).collect();
             let (tile, staging) = self.operand_tile(op.x, op.layout, op.rows, op.inner);
             let (first, delta) = (bufs[0], bufs[1] - bufs[0]);
             debug_assert!(bufs.windows(2).all(|w| w[1] - w[0] == delta), "ahead buffers evenly spaced");
-            self.ahead.borrow_mut().insert(op.x, Ahead { first, delta, depth, staging, buf: buf.clone() });
             ops.push((op.x, tile, staging, first, delta));
+            aops.push(pipeline::AheadOperand { x: op.x, layout: op.layout, staging, first, delta });
+        }
+        // With tensor maps, one `mbarrier` per buffer and each operand's box coordinates after
+        // the tiles (`plan::reserved`).
+        let tma = tma.as_ref().and_then(|maps| {
+            let bars = self.alloc_aligned(8 * (depth + 1) + 16 * ahead.len(), 8);
+            self.ahead_tma(var, t, &aops, maps, (depth, bars, &buf))
+        });
+        for (i, (x, _, staging, first, delta)) in ops.iter().enumerate() {
+            let wait = tma.as_ref().map(|a| a.waits[i].clone());
+            self.ahead.borrow_mut().insert(*x, Ahead { first: *first, delta: *delta, depth, staging: *staging, buf: buf.clone(), tma: wait });
         }
         self.floor.set(self.cursor.get());
         let d = &self.d;
         let id = crate::expand_cpu::local_ident(k, var);
+        let cold = tma.is_some();
         // The copies of the iteration whose variable is `value` into buffer `b` (a `u32`).
         let copies = |value: TokenStream, b: TokenStream| {
-            let code = ops.iter().map(|(x, tile, staging, first, delta)| self.stage_operand(*x, *tile, *staging, &quote!((#first + ((#b) as usize) * #delta))));
+            let code = ops.iter().map(|(x, tile, staging, first, delta)| self.stage_operand_in(*x, *tile, *staging, &quote!((#first + ((#b) as usize) * #delta)), cold));
             let code: Vec<TokenStream> = code.collect();
             quote!({ let #id: #t = #value; #(#code)* })
         };
@@ -243,7 +278,29 @@ impl DevGen<'_> {
             #d::cp_async_commit();
         };
         self.cursor.set(self.floor.get());
-        Some(AheadCode { first, next, buf, depth })
+        let (first, tma) = match tma {
+            Some(a) => {
+                let (pre, flag, tfirst) = (&a.pre, &a.flag, &a.first);
+                (quote!(#pre if #flag { #tfirst } else { #first }), Some(AheadTmaLoop { flag: a.flag, next: { let (t, n) = (&a.top, &a.next); quote!(#t #n) }, advance: a.advance, after: a.after }))
+            }
+            None => (first, None),
+        };
+        Some(AheadCode { first, next, buf, depth, tma })
+    }
+
+    /// After generating the body of the loop version with tensor-map copies ahead: the body is
+    /// generated again for the `cp.async` version, whose operands wait for their copy groups.
+    pub(super) fn ahead_without_tma(&self) {
+        for a in self.ahead.borrow_mut().values_mut() {
+            a.tma = None;
+        }
+    }
+
+    /// This thread's chunk `__jc` of a staged operand: `__jc * threads + tid`, opaque when `cold`
+    /// (see [`Self::stage_operand_in`]).
+    fn chunk_index(&self, threads: usize, cold: bool) -> TokenStream {
+        let d = &self.d;
+        if cold { quote!(#d::opaque_usize(__jc * #threads + __tid)) } else { quote!(__jc * #threads + __tid) }
     }
 
     /// Copies a `dot` operand of `numel` elements (rows of `inner`) into shared memory at `off`
@@ -252,7 +309,7 @@ impl DevGen<'_> {
     /// contiguous, unmasked and at least 4-byte aligned (checked at run time), `cp.async` in
     /// one 16-byte copy or in 8- or 4-byte pieces, as the address allows (for a widened
     /// operand, see [`DevGen::widened_chunks`]); otherwise element by element.
-    pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
+    pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
         let d = &self.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
         let e = self.staged_value(x, quote!()).0;
@@ -272,6 +329,7 @@ impl DevGen<'_> {
         let threads = self.threads;
         let chunks = numel / 8;
         let per_thread = chunks.div_ceil(threads);
+        let chunk = self.chunk_index(threads, cold);
         let scope = self.enter_iteration(0, Layout::Cyclic);
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         // A pointer block that steps by one element along the row needs only the chunk's ends.
@@ -312,7 +370,7 @@ impl DevGen<'_> {
         }
         quote! {
             for __jc in 0..#per_thread {
-                let __c = __jc * #threads + __tid;
+                let __c = #chunk;
                 if __c < #chunks {
                     let __f0 = __c * 8;
                     let __s0: usize = #s0;
@@ -336,7 +394,7 @@ impl DevGen<'_> {
     /// aligned, unmasked and inside the buffer, `cp.async` (16 bytes, or pieces of 8 or 4);
     /// otherwise element by element.
     /// Other operands are copied element by element into the transposed tile.
-    fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
+    fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
         let d = &self.d;
         let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
         let e = self.staged_value(x, quote!()).0;
@@ -352,6 +410,7 @@ impl DevGen<'_> {
         let threads = self.threads;
         let (down, chunks) = (rows / 8, rows / 8 * inner);
         let per_thread = chunks.div_ceil(threads);
+        let chunk = self.chunk_index(threads, cold);
         let scope = self.enter_iteration(0, Layout::Cyclic);
         let at = |i: usize| At::Flat(quote!(((__r0 + #i) * #inner + __col)));
         let (p0, p7) = (self.operand(load, ptr, &at(0)), self.operand(load, ptr, &at(7)));
@@ -380,7 +439,7 @@ impl DevGen<'_> {
         }
         quote! {
             for __jc in 0..#per_thread {
-                let __c = __jc * #threads + __tid;
+                let __c = #chunk;
                 if __c < #chunks {
                     let __r0: usize = (__c % #down) * 8;
                     let __col: usize = __c / #down;

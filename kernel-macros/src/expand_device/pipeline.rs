@@ -4,8 +4,10 @@
 
 use super::*;
 
+mod ahead;
 mod operand;
 mod tma;
+pub(super) use ahead::AheadOperand;
 use plan::smem::PipeTiles;
 use tma::{TmaCtx, TmaOperand};
 

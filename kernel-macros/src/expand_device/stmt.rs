@@ -248,14 +248,28 @@ impl DevGen<'_> {
         // Copies ahead, counting round the buffer each iteration reads (not in split
         // loops, whose parts start inside the loop).
         let ahead = self.copy_ahead(var, &t);
+        let inner_floor = self.floor.get();
+        // With tensor-map copies ahead, the body twice: the loop version with those copies, then
+        // the `cp.async` one.
+        let tma_body = ahead.as_ref().and_then(|a| a.tma.as_ref()).map(|_| {
+            let b = self.stmts(body);
+            self.ahead_without_tma();
+            self.floor.set(inner_floor);
+            self.cursor.set(inner_floor);
+            b
+        });
         let body = self.stmts(body);
         self.floor.set(floor);
-        let (resident, body) = match ahead {
+        let (resident, body, tma_loop) = match &ahead {
             Some(a) => {
                 let (first, next, buf, advance) = (&a.first, &a.next, &a.buf, a.advance());
-                (quote!(#resident #first let mut #buf: u32 = 0;), quote!(#next #body #advance))
+                let tma_loop = a.tma.as_ref().zip(tma_body).map(|(tl, tb)| {
+                    let (tnext, tadvance) = (&tl.next, &tl.advance);
+                    (tl.flag.clone(), quote!(#tnext #tb #tadvance), tl.after.clone())
+                });
+                (quote!(#resident #first let mut #buf: u32 = 0;), quote!(#next #body #advance), tma_loop)
             }
-            None => (resident, body),
+            None => (resident, body, None),
         };
         if let Some((range, after)) = split {
             // A part of the split loop runs its run of `__n` iterations.
@@ -281,17 +295,29 @@ impl DevGen<'_> {
                 #reduce
             };
         }
+        let looped = |body: &TokenStream| {
+            quote! {
+                let mut __i: #t = __start;
+                while __step != 0 && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end)) {
+                    let #id: #t = __i;
+                    #body
+                    __i = match __i.checked_add(__step) { Some(n) => n, None => break };
+                }
+            }
+        };
+        let run = match &tma_loop {
+            Some((flag, tma_body, after)) => {
+                let (tl, cl) = (looped(tma_body), looped(&body));
+                quote!(if #flag { #tl } else { #cl } #after)
+            }
+            None => looped(&body),
+        };
         quote! {{
             let __start: #t = #s;
             let __end: #t = #e;
             let __step: #t = #st;
             #resident
-            let mut __i: #t = __start;
-            while __step != 0 && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end)) {
-                let #id: #t = __i;
-                #body
-                __i = match __i.checked_add(__step) { Some(n) => n, None => break };
-            }
+            #run
         }}
     }
 }

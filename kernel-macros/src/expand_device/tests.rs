@@ -10,7 +10,7 @@ use crate::kernel::LOWERED;
 
 /// The plan of instance `(k, vals, warps, stages)`'s plain entry for `target`.
 fn plan_of<'a>(k: &'a Kernel, vals: &'a HashMap<String, i64>, warps: usize, stages: usize, target: Target) -> DevicePlan<'a> {
-    plan::plan(k, &plan::Instance { vals, num_warps: warps, num_stages: stages, split: false }, target).expect("a valid plan")
+    plan::plan(k, &plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None }, target).expect("a valid plan")
 }
 
 /// Runs `#[kernel(attr)]` on `src` and returns the expansion's text, without the entries of
@@ -195,7 +195,7 @@ fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
 fn tma_of(src: &str) -> (String, Vec<TmaDesc>) {
     let (out, inst) = expand("", src);
     let (k, vals, warps, stages) = &inst[0];
-    (out, entry(k, "mm", vals, *warps, *stages, &[]).expect("a valid plan").tma)
+    (out, entry(k, "mm", vals, (*warps, *stages, None), &[]).expect("a valid plan").tma)
 }
 
 /// K tiles of 128 (too large for the snapshots; two warpgroups take the same path in
@@ -381,7 +381,7 @@ fn loops_that_cannot_be_split_are_not() {
     let split_bytes = |src: &str| {
         let (_, inst) = expand("", src);
         let (k, vals, warps, stages) = &inst[0];
-        entry(k, "mm", vals, *warps, *stages, &[]).expect("a valid plan").split_bytes
+        entry(k, "mm", vals, (*warps, *stages, None), &[]).expect("a valid plan").split_bytes
     };
     let seed = matmul(3, 32, "");
     // The seed: a 64x64 f32 accumulator per part.
@@ -419,13 +419,37 @@ fn instance_descriptions_parse_as_the_manifests_instances() {
     );
     assert!(!instances.is_empty());
     for (k, vals, warps, stages) in &instances {
-        let text = entry::entry_metadata(k, "add__c0", vals, *warps, *stages, 4096);
+        let text = entry::entry_metadata(k, "add__c0", vals, (*warps, *stages, None), 4096);
         let i: kernel_formats::manifest::Instance = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
         assert_eq!((i.entry.as_str(), i.kernel.as_str()), ("add__c0", "add"));
         assert_eq!(i.meta.get("BLOCK"), Some(&256));
         assert!(i.functions.is_empty());
-        assert_eq!((i.num_warps, i.num_stages, i.threads_per_block, i.dynamic_shared_bytes), (8, 2, 256, 4096));
+        assert_eq!((i.num_warps, i.num_stages, i.threads_per_block, i.dynamic_shared_bytes, i.maxnreg), (8, 2, 256, 4096, None));
+        let text = entry::entry_metadata(k, "add__c0", vals, (*warps, *stages, Some(128)), 4096);
+        let i: kernel_formats::manifest::Instance = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(i.maxnreg, Some(128), "{text}");
     }
+}
+
+/// A config's `maxnreg` (and `#[kernel(maxnreg = ...)]` without autotuning) reaches its entries'
+/// instance descriptions, which the device build turns into `.maxnreg` (kernel-build
+/// `maxnreg`); configs without it say `null`.
+#[test]
+fn register_limits_reach_the_instance_descriptions() {
+    let body = r#"fn add<const BLOCK: i32>(x: Ptr<f32>, out: Ptr<f32>, n: i32) {
+            let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+            store(out + offs, load(x + offs, offs < n), offs < n);
+        }"#;
+    let (out, _) = expand("", &format!("#[autotune(configs = [config(BLOCK = 256, num_warps = 8, maxnreg = 96), config(BLOCK = 512)], key = [n])]\n{body}"));
+    let meta = |entry: &str| {
+        let at = out.find(&format!("__KERNEL_META_{entry} :")).unwrap_or_else(|| panic!("{entry} in {out}"));
+        let text = &out[at..];
+        text[..text.find("}\"").expect("the description's end") + 1].to_string()
+    };
+    assert!(meta("add__c0").contains(r#"\"maxnreg\": 96}"#), "{}", meta("add__c0"));
+    assert!(meta("add__c1").contains(r#"\"maxnreg\": null}"#), "{}", meta("add__c1"));
+    let (out, _) = expand("BLOCK = [64], maxnreg = 64", body);
+    assert!(out.contains(r#"\"maxnreg\": 64}"#));
 }
 
 /// The per-axis strides of each store's pointer block, and whether its value varies along axis
@@ -558,7 +582,7 @@ fn cold_paths_out_of_line_by_target_and_accumulator_size() {
     // The split entry of the same loop keeps them inline.
     let (_, inst) = expand("", &matmul(3, 32, ""));
     let (k, vals, warps, stages) = &inst[0];
-    let split = plan::plan(k, &plan::Instance { vals, num_warps: *warps, num_stages: *stages, split: true }, Target::Sm90a).expect("a valid plan");
+    let split = plan::plan(k, &plan::Instance { vals, num_warps: *warps, num_stages: *stages, split: true, maxnreg: None }, Target::Sm90a).expect("a valid plan");
     assert!(split.split.is_some() && !split.outline_cold, "{split}");
     // Its checked stores still loop over their column pairs, as do those of every body but the
     // `mma.sync` ones over `MAX_OUTLINED_ACC_REGS` accumulator registers.
@@ -606,7 +630,8 @@ fn plans_schedule_each_loop() {
     let (_, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
-    let Schedule::AsWritten { resident, ahead, depth } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    let Schedule::AsWritten { resident, ahead, depth, tma } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    assert!(tma.is_none(), "no tensor maps on sm_80");
     let names = |ops: &[plan::StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>();
     assert_eq!(names(resident), ["%q.3"]);
     assert_eq!(names(ahead), ["%k.9", "%v.14"]);
@@ -615,10 +640,11 @@ fn plans_schedule_each_loop() {
     // when their buffers do not fit in shared memory.
     for (num_stages, want) in [(1, 1), (3, 2), (4, 3), (1000, 0)] {
         let p = plan_of(k, vals, *warps, num_stages, Target::Sm90a);
-        let Schedule::AsWritten { resident, ahead, depth } = only_loop(&p) else { panic!("pipelined:\n{p}") };
-        let fits = plan::reserved(0, resident, ahead, *depth) <= plan::smem::SMEM_LIMIT;
+        let Schedule::AsWritten { resident, ahead, depth, tma } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+        let bars = tma.is_some();
+        let fits = plan::reserved(0, resident, ahead, *depth, bars) <= plan::smem::SMEM_LIMIT;
         if want == 0 {
-            assert!(fits && *depth > 1 && *depth < 999 && plan::reserved(0, resident, ahead, *depth + 1) > plan::smem::SMEM_LIMIT, "depth {depth}");
+            assert!(fits && *depth > 1 && *depth < 999 && plan::reserved(0, resident, ahead, *depth + 1, bars) > plan::smem::SMEM_LIMIT, "depth {depth}");
         } else {
             assert_eq!(*depth, want, "num_stages {num_stages}");
             assert!(fits);
@@ -631,6 +657,57 @@ fn plans_schedule_each_loop() {
     for want in ["device plan of `attn` for sm_80", "%qk.10: materialized, mma.sync m16n8k16 layout", "staged once before it: %q.3", "copied 2 iterations ahead: %k.9, %v.14"] {
         assert!(text.contains(want), "{want:?} in:\n{text}");
     }
+}
+
+/// Flash attention whose key and value rows are `sk` and `sv` elements apart (run-time
+/// strides), the key offsets written `key_offsets`.
+fn attention_strided(key_offsets: &str) -> String {
+    attention(4)
+        .replace("o_ptr: Ptr<f16>, n: i32)", "o_ptr: Ptr<f16>, n: i32, sk: i32, sv: i32)")
+        .replace("load(k_ptr + cols.as_row() * D + offs_d.as_col(), cols.as_row() < n, 0.0)", &format!("load(k_ptr + ({key_offsets}), cols.as_row() < n, 0.0)"))
+        .replace("load(v_ptr + cols.as_col() * D + offs_d.as_row(), cols.as_col() < n, 0.0)", "load(v_ptr + (cols.as_col() * sv + offs_d.as_row()), cols.as_col() < n, 0.0)")
+}
+
+/// On sm_90a, the operands a loop copies ahead take tensor maps (one box per operand and
+/// iteration, thread 0 issuing them, every thread waiting on the buffer's `mbarrier`) when their
+/// offsets are a row and a column term with a run-time stride and move as a whole with the loop
+/// variable; the `cp.async` copies remain as the loop's other version.
+#[test]
+fn copies_ahead_take_tensor_maps_on_sm_90a() {
+    let plan_for = |key_offsets: &str, target: Target| {
+        let src = attention_strided(key_offsets);
+        let (attr, body) = src.split_once('\n').unwrap();
+        let (out, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
+        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
+        let k: &'static Kernel = Box::leak(Box::new(k));
+        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+        (out, plan_of(k, vals, warps, stages, target))
+    };
+    let (out, p) = plan_for("cols.as_row() * sk + offs_d.as_col()", Target::Sm90a);
+    let Schedule::AsWritten { ahead, tma: Some(maps), depth, .. } = only_loop(&p) else { panic!("no tensor maps:\n{p}") };
+    assert_eq!(ahead.len(), 2);
+    // K^T is staged transposed (its map's rows are the keys), V as written; each map's pitch is
+    // its row stride.
+    let param = |name: &str| p.k.params.iter().position(|q| q.name == name).unwrap();
+    let pitches: Vec<(usize, usize)> = maps.maps.iter().map(|t| (t.ptr, t.row_stride)).collect();
+    assert_eq!(pitches, [(param("k_ptr"), param("sk")), (param("v_ptr"), param("sv"))]);
+    assert!(maps.maps.iter().all(|t| t.col_stride.is_none() && t.box_inner == 64 && t.box_rows == 64));
+    assert_eq!((maps.first_map, &p.tensor_maps[..]), (0, &maps.maps[..]));
+    assert!(p.to_string().contains("copied 2 iterations ahead: %k.9, %v.14; tensor maps from slot 0"), "{p}");
+    // Barriers and box coordinates after the buffers.
+    let tiles = plan::reserved(0, &[], ahead, *depth, false);
+    assert_eq!(plan::reserved(0, &[], ahead, *depth, true), tiles + 8 * (depth + 1) + 16 * 2);
+    for want in ["tma_load_2d", "mbarrier_arrive_expect_tx", "mbarrier_wait", "cp_async_wait_group"] {
+        assert!(out.contains(want), "{want} in the expansion");
+    }
+    // sm_80 has no tensor maps; offsets whose elements move by different amounts with the loop
+    // variable (`offs_d * start_n`) take none either.
+    let (_, p80) = plan_for("cols.as_row() * sk + offs_d.as_col()", Target::Sm80);
+    assert!(matches!(only_loop(&p80), Schedule::AsWritten { tma: None, .. }) && p80.tensor_maps.is_empty());
+    let (_, skew) = plan_for("cols.as_row() * sk + offs_d.as_col() * start_n", Target::Sm90a);
+    assert!(matches!(only_loop(&skew), Schedule::AsWritten { tma: None, .. }), "{skew}");
+    let (_, p) = plan_for("(cols.as_row() + 1) * sk + offs_d.as_col()", Target::Sm90a);
+    assert!(matches!(only_loop(&p), Schedule::AsWritten { tma: Some(_), .. }), "a scalar shift times a scalar: {p}");
 }
 
 #[test]

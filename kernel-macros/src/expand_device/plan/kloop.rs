@@ -126,11 +126,17 @@ impl DevicePlan<'_> {
                 self.followed.extend(before_last.iter().copied());
             }
         }
+        let maps = self.ahead_maps(var, &ahead);
         let mut depth = self.num_stages.saturating_sub(1).max(1);
-        while depth > 1 && super::reserved(floor, &resident, &ahead, depth) > super::smem::SMEM_LIMIT {
+        while depth > 1 && super::reserved(floor, &resident, &ahead, depth, maps.is_some()) > super::smem::SMEM_LIMIT {
             depth -= 1;
         }
-        Schedule::AsWritten { resident, ahead, depth }
+        let tma = maps.map(|maps| {
+            let first_map = self.tensor_maps.len();
+            self.tensor_maps.extend(maps.iter().cloned());
+            AheadMaps { first_map, maps }
+        });
+        Schedule::AsWritten { resident, ahead, depth, tma }
     }
 
     /// Whether the boolean block `e` is a conjunction of comparisons of integer expressions that
@@ -143,7 +149,7 @@ impl DevicePlan<'_> {
         let k = self.k;
         let lin = |x: ExprId| self.linear_int(x, var);
         match &k.exprs[e].kind {
-            _ if !uses_local(k, e, var) => true,
+            _ if !self.depends_on(e, var) => true,
             ExprKind::Binary(BinOp::And, a, b) => self.linear_in(*a, var) && self.linear_in(*b, var),
             ExprKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) => lin(*a) && lin(*b),
             ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_in(*x, var),
@@ -158,7 +164,7 @@ impl DevicePlan<'_> {
     /// Whether the integer expression `e` is linear in local `var` (see [`Self::linear_in`]).
     pub(crate) fn linear_int(&self, e: ExprId, var: LocalId) -> bool {
         let k = self.k;
-        let uses = |x: ExprId| uses_local(k, x, var);
+        let uses = |x: ExprId| self.depends_on(x, var);
         if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
             return false;
         }
@@ -174,6 +180,78 @@ impl DevicePlan<'_> {
             ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_int(*x, var),
             _ => false,
         }
+    }
+
+    /// Whether `e` reads local `var`, directly or through locals evaluated at their uses.
+    pub(crate) fn depends_on(&self, e: ExprId, var: LocalId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Local(l) if *l == var => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.depends_on(v, var),
+                _ => false,
+            },
+            kind => kind.operands().into_iter().any(|c| self.depends_on(c, var)),
+        }
+    }
+
+    /// Whether the integer offsets block `e` moves as a whole when the scalar `var` changes:
+    /// every element changes by the same amount, linear in `var` (sums and differences, `var`
+    /// multiplied only by scalars that do not depend on it, broadcasts). Then where its elements
+    /// lie relative to each other, checked once, holds in every iteration of a loop over `var`.
+    pub(crate) fn shifts_uniformly(&self, e: ExprId, var: LocalId) -> bool {
+        let k = self.k;
+        let scalar = |x: ExprId| self.shapes[x].iter().product::<usize>() == 1 && !self.depends_on(x, var);
+        if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return false;
+        }
+        match &k.exprs[e].kind {
+            _ if !self.depends_on(e, var) => true,
+            ExprKind::Local(l) if *l == var => self.shapes[e].is_empty(),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.shifts_uniformly(v, var),
+                _ => false,
+            },
+            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => self.shifts_uniformly(*a, var) && self.shifts_uniformly(*b, var),
+            ExprKind::Binary(BinOp::Mul, a, b) => (self.shifts_uniformly(*a, var) && scalar(*b)) || (scalar(*a) && self.shifts_uniformly(*b, var)),
+            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) | ExprKind::Reshape(x) => self.shifts_uniformly(*x, var),
+            _ => false,
+        }
+    }
+
+    /// The staging of an operand `x` with `rows` rows copied into shared memory from outside a
+    /// pipelined loop: transposed (`Staging::Cols`) when its load's memory is contiguous down
+    /// its columns.
+    pub(crate) fn staging_of(&self, x: ExprId, rows: usize) -> Staging {
+        let down = self.staged_load(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
+        if down && rows.is_multiple_of(8) { Staging::Cols } else { Staging::Rows }
+    }
+
+    /// sm_90a: the tensor map of each operand a loop over `var` copies ahead, when every one has
+    /// one in the staging its `cp.async` copies use (see `DevicePlan::tma_maps`): 16-bit
+    /// elements at `param + offsets` whose offsets move as a whole with `var`
+    /// (`shifts_uniformly`), so that one box per iteration, at coordinates linear in the
+    /// iteration, holds the tile (checked at run time before the loop, `pipeline/ahead.rs`).
+    fn ahead_maps(&self, var: LocalId, ahead: &[StagedOperand]) -> Option<Vec<TmaDesc>> {
+        let k = self.k;
+        if self.target != Target::Sm90a || ahead.is_empty() || self.tensor_maps.len() + ahead.len() > 32 {
+            return None;
+        }
+        ahead
+            .iter()
+            .map(|o| {
+                if !matches!(o.layout, Layout::Mma { wg: true, .. }) || elem_size(&k.exprs[o.x].ty.elem) != 2 {
+                    return None;
+                }
+                let load = self.load_of(o.x)?;
+                let ExprKind::Load { ptr, .. } = k.exprs[load].kind else { return None };
+                let ExprKind::PtrAdd(_, off) = k.exprs[ptr].kind else { return None };
+                if !self.shifts_uniformly(off, var) {
+                    return None;
+                }
+                let staging = self.staging_of(o.x, o.rows);
+                self.tma_maps(o.layout, ptr, load, o.rows, o.inner).into_iter().find(|(s, _)| *s == staging).map(|(_, t)| t)
+            })
+            .collect()
     }
 
     /// Recognizes a K loop that the software pipeliner can take: a body made of exactly two

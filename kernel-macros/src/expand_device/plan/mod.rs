@@ -71,6 +71,8 @@ pub(crate) struct Instance<'a> {
     pub(crate) num_warps: usize,
     pub(crate) num_stages: usize,
     pub(crate) split: bool,
+    /// The config's register limit per thread (`maxnreg`), which the device build gives ptxas.
+    pub(crate) maxnreg: Option<u32>,
 }
 
 /// A `dot` operand staged in shared memory by a loop that is not software-pipelined, with its
@@ -100,7 +102,17 @@ pub(crate) enum Schedule {
     /// operands loaded from addresses that depend only on the loop variable, copied `depth`
     /// iterations ahead (`num_stages - 1`, at least one, fewer where shared memory is short),
     /// each into one of `depth + 1` buffers (never in a body that stores, nor in a split loop).
-    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand>, depth: usize },
+    /// On sm_90a, `tma` gives the operands copied ahead tensor maps (`pipeline/ahead.rs`).
+    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand>, depth: usize, tma: Option<AheadMaps> },
+}
+
+/// The tensor maps of a loop's operands copied ahead (sm_90a): one per operand, in slots from
+/// `first_map` of the entry's list; the loop then keeps one `mbarrier` per buffer after its
+/// tiles (`reserved`).
+#[derive(Clone, Debug)]
+pub(crate) struct AheadMaps {
+    pub(crate) first_map: usize,
+    pub(crate) maps: Vec<TmaDesc>,
 }
 
 /// Why a plan is invalid: a broken invariant of the planner (a bug), reported as a compile error
@@ -332,7 +344,7 @@ impl DevicePlan<'_> {
                         _ => self.as_written(*var, body, at.unwrap_or(0)),
                     };
                     let inner = match &schedule {
-                        Schedule::AsWritten { resident, ahead, depth } => at.map(|at| reserved(at, resident, ahead, *depth)),
+                        Schedule::AsWritten { resident, ahead, depth, tma } => at.map(|at| reserved(at, resident, ahead, *depth, tma.is_some())),
                         Schedule::Pipelined(_) => at,
                     };
                     self.loops.insert(*var, schedule);
@@ -396,7 +408,7 @@ impl fmt::Display for DevicePlan<'_> {
             write!(f, "  for %{}.{var}: ", k.locals[*var].name)?;
             match s {
                 Schedule::Pipelined(p) => p.describe(k, f)?,
-                Schedule::AsWritten { resident, ahead, depth } => {
+                Schedule::AsWritten { resident, ahead, depth, tma } => {
                     let list = |ops: &[StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>().join(", ");
                     write!(f, "as written")?;
                     if !resident.is_empty() {
@@ -408,6 +420,9 @@ impl fmt::Display for DevicePlan<'_> {
                     if !ahead.is_empty() {
                         let its = if *depth == 1 { "one iteration".to_string() } else { format!("{depth} iterations") };
                         write!(f, "; copied {its} ahead: {}", list(ahead))?;
+                    }
+                    if let Some(t) = tma {
+                        write!(f, "; tensor maps from slot {}", t.first_map)?;
                     }
                     writeln!(f)?;
                 }
@@ -456,14 +471,16 @@ fn concrete_shape(shape: &crate::shape::Shape, vals: &HashMap<String, i64>) -> V
 
 /// Where the statements of a loop's body start in shared memory when the loop starts at `floor`
 /// and keeps the tiles of its `resident` operands and `depth + 1` of each operand copied `depth`
-/// iterations `ahead` (the emitter allocates them in this order: `DevGen::stage_resident`,
-/// `DevGen::copy_ahead`).
-pub(crate) fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand], depth: usize) -> usize {
+/// iterations `ahead`, and with `bars` (tensor maps) an 8-byte `mbarrier` per buffer and 16
+/// bytes per operand copied ahead after them (the emitter allocates them in this order:
+/// `DevGen::stage_resident`, `DevGen::copy_ahead`).
+pub(crate) fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand], depth: usize, bars: bool) -> usize {
     let tiles = resident.iter().map(|o| (o, 1)).chain(ahead.iter().map(|o| (o, depth + 1)));
-    tiles.fold(floor, |at, (o, copies)| {
+    let end = tiles.fold(floor, |at, (o, copies)| {
         let (align, size) = o.tile_bytes();
         (0..copies).fold(at, |at, _| at.next_multiple_of(align) + size)
-    })
+    });
+    if bars { end.next_multiple_of(8) + 8 * (depth + 1) + 16 * ahead.len() } else { end }
 }
 
 /// The store statements of `stmts` and the bodies inside them, in program order.

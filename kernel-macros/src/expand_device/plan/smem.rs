@@ -109,22 +109,29 @@ impl DevicePlan<'_> {
         }
     }
 
-    /// The tensor maps of operand `oi` (sm_90a, a pipeline of two buffers or more): a block
-    /// `param + offsets` whose offsets are a row term and a column term (see `tma_terms`), with
-    /// a `Rows` map when the row stride is a parameter and a `Cols` map when the column stride
-    /// is, each with a box that the copy engine takes (at most 256 rows and columns, a swizzle
-    /// of 128 bytes or less), while the entry has room in its 32-bit validity mask.
+    /// The tensor maps of pipelined operand `oi` (sm_90a, a pipeline of two buffers or more; see
+    /// `tma_maps`), while the entry has room in its 32-bit validity mask.
     pub(crate) fn tma_candidates(&self, layout: Layout, oi: usize, op: &PipeOp, stages: usize, tma_base: usize) -> Vec<(Staging, TmaDesc)> {
+        if stages < 2 || tma_base + 2 * oi + 1 >= 32 {
+            return Vec::new();
+        }
+        self.tma_maps(layout, op.base, op.load, op.numel / op.inner, op.inner)
+    }
+
+    /// The tensor maps of a `dot` operand (`rows x inner`, in `layout`) loaded from pointers
+    /// `base` = `param + offsets` (`load`): a `Rows` map when the offsets' row stride is a
+    /// parameter, a `Cols` map when the column stride is (see `tma_terms`), each with a box the
+    /// copy engine takes (at most 256 rows and columns, a swizzle of 128 bytes or less).
+    pub(crate) fn tma_maps(&self, layout: Layout, base: ExprId, load: ExprId, rows: usize, inner: usize) -> Vec<(Staging, TmaDesc)> {
         let k = self.k;
         let Layout::Mma { wg: true, .. } = layout else { return Vec::new() };
-        let ExprKind::PtrAdd(p, o) = k.exprs[op.base].kind else { return Vec::new() };
-        let ExprKind::Load { ptr: ptr_block, .. } = k.exprs[op.load].kind else { return Vec::new() };
+        let ExprKind::PtrAdd(p, o) = k.exprs[base].kind else { return Vec::new() };
+        let ExprKind::Load { ptr: ptr_block, .. } = k.exprs[load].kind else { return Vec::new() };
         let Some(pi) = self.scalar_param(p, ptr_block) else { return Vec::new() };
-        if stages < 2 || tma_base + 2 * oi + 1 >= 32 || !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
+        if !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
             return Vec::new();
         }
         let Some(((rs, _), (cs, _))) = self.tma_terms(o) else { return Vec::new() };
-        let (rows, inner) = (op.numel / op.inner, op.inner);
         let desc = |pitch: usize, unit: Option<usize>, tile: Tile| -> Option<TmaDesc> {
             let swizzle = DevGen::swizzle(tile.block).map_or(0, |_| tile.block * 2);
             (tile.rows <= 256 && tile.block <= 256 && swizzle <= 128).then_some(TmaDesc { ptr: pi, row_stride: pitch, col_stride: unit, box_inner: tile.block, box_rows: tile.rows, swizzle })

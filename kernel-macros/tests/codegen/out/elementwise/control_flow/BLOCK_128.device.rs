@@ -299,7 +299,7 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_control_flow__BLOCK_128: [u8; 189usize] = *b"{\"entry\": \"control_flow__BLOCK_128\", \"kernel\": \"control_flow\", \"meta\": {\"BLOCK\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_control_flow__BLOCK_128: [u8; 206usize] = *b"{\"entry\": \"control_flow__BLOCK_128\", \"kernel\": \"control_flow\", \"meta\": {\"BLOCK\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

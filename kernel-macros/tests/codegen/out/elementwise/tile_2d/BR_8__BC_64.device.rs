@@ -606,7 +606,7 @@ pub unsafe extern "ptx-kernel" fn tile_2d__BR_8__BC_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_tile_2d__BR_8__BC_64: [u8; 186usize] = *b"{\"entry\": \"tile_2d__BR_8__BC_64\", \"kernel\": \"tile_2d\", \"meta\": {\"BC\": 64, \"BR\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_tile_2d__BR_8__BC_64: [u8; 203usize] = *b"{\"entry\": \"tile_2d__BR_8__BC_64\", \"kernel\": \"tile_2d\", \"meta\": {\"BC\": 64, \"BR\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

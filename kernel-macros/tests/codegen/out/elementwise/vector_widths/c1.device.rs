@@ -1172,7 +1172,7 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_vector_widths__c1: [u8; 184usize] = *b"{\"entry\": \"vector_widths__c1\", \"kernel\": \"vector_widths\", \"meta\": {\"BLOCK\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 1, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_vector_widths__c1: [u8; 201usize] = *b"{\"entry\": \"vector_widths__c1\", \"kernel\": \"vector_widths\", \"meta\": {\"BLOCK\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 1, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -169,7 +169,7 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c2(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_vector_widths__c2: [u8; 182usize] = *b"{\"entry\": \"vector_widths__c2\", \"kernel\": \"vector_widths\", \"meta\": {\"BLOCK\": 32}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 1, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_vector_widths__c2: [u8; 199usize] = *b"{\"entry\": \"vector_widths__c2\", \"kernel\": \"vector_widths\", \"meta\": {\"BLOCK\": 32}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 1, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -4859,7 +4859,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_hopper_k_loop__BM_64__BN_32__BK_16: [u8; 221usize] = *b"{\"entry\": \"hopper_k_loop__BM_64__BN_32__BK_16\", \"kernel\": \"hopper_k_loop\", \"meta\": {\"BK\": 16, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12336}";
+pub static __KERNEL_META_hopper_k_loop__BM_64__BN_32__BK_16: [u8; 238usize] = *b"{\"entry\": \"hopper_k_loop__BM_64__BN_32__BK_16\", \"kernel\": \"hopper_k_loop\", \"meta\": {\"BK\": 16, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12336, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

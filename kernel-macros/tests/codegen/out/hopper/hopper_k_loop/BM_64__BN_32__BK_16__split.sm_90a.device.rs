@@ -4294,4 +4294,4 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_hopper_k_loop__BM_64__BN_32__BK_16__split: [u8; 228usize] = *b"{\"entry\": \"hopper_k_loop__BM_64__BN_32__BK_16__split\", \"kernel\": \"hopper_k_loop\", \"meta\": {\"BK\": 16, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12336}";
+pub static __KERNEL_META_hopper_k_loop__BM_64__BN_32__BK_16__split: [u8; 245usize] = *b"{\"entry\": \"hopper_k_loop__BM_64__BN_32__BK_16__split\", \"kernel\": \"hopper_k_loop\", \"meta\": {\"BK\": 16, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12336, \"maxnreg\": null}";

@@ -4710,7 +4710,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_hopper_reader_barriers__BM_128__BN_16__BK_16: [u8; 241usize] = *b"{\"entry\": \"hopper_reader_barriers__BM_128__BN_16__BK_16\", \"kernel\": \"hopper_reader_barriers\", \"meta\": {\"BK\": 16, \"BM\": 128, \"BN\": 16}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 20560}";
+pub static __KERNEL_META_hopper_reader_barriers__BM_128__BN_16__BK_16: [u8; 258usize] = *b"{\"entry\": \"hopper_reader_barriers__BM_128__BN_16__BK_16\", \"kernel\": \"hopper_reader_barriers\", \"meta\": {\"BK\": 16, \"BM\": 128, \"BN\": 16}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 20560, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -4952,7 +4952,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_tma_strides__BM_64__BN_16__BK_16: [u8; 216usize] = *b"{\"entry\": \"tma_strides__BM_64__BN_16__BK_16\", \"kernel\": \"tma_strides\", \"meta\": {\"BK\": 16, \"BM\": 64, \"BN\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 1, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6176}";
+pub static __KERNEL_META_tma_strides__BM_64__BN_16__BK_16: [u8; 233usize] = *b"{\"entry\": \"tma_strides__BM_64__BN_16__BK_16\", \"kernel\": \"tma_strides\", \"meta\": {\"BK\": 16, \"BM\": 64, \"BN\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 1, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6176, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

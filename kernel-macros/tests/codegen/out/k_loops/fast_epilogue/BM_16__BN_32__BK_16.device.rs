@@ -8670,7 +8670,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_fast_epilogue__BM_16__BN_32__BK_16: [u8; 219usize] = *b"{\"entry\": \"fast_epilogue__BM_16__BN_32__BK_16\", \"kernel\": \"fast_epilogue\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 4624}";
+pub static __KERNEL_META_fast_epilogue__BM_16__BN_32__BK_16: [u8; 236usize] = *b"{\"entry\": \"fast_epilogue__BM_16__BN_32__BK_16\", \"kernel\": \"fast_epilogue\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 4624, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -2892,7 +2892,7 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_fp8_row_pointers__BM_16__BN_16__BK_32: [u8; 225usize] = *b"{\"entry\": \"fp8_row_pointers__BM_16__BN_16__BK_32\", \"kernel\": \"fp8_row_pointers\", \"meta\": {\"BK\": 32, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 2, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 6144}";
+pub static __KERNEL_META_fp8_row_pointers__BM_16__BN_16__BK_32: [u8; 242usize] = *b"{\"entry\": \"fp8_row_pointers__BM_16__BN_16__BK_32\", \"kernel\": \"fp8_row_pointers\", \"meta\": {\"BK\": 32, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 2, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 6144, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -2427,7 +2427,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_loop_with_store__BM_16__BN_16__BK_16: [u8; 223usize] = *b"{\"entry\": \"loop_with_store__BM_16__BN_16__BK_16\", \"kernel\": \"loop_with_store\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_loop_with_store__BM_16__BN_16__BK_16: [u8; 240usize] = *b"{\"entry\": \"loop_with_store__BM_16__BN_16__BK_16\", \"kernel\": \"loop_with_store\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 2048, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -4004,7 +4004,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_seed_k_loop__c1: [u8; 198usize] = *b"{\"entry\": \"seed_k_loop__c1\", \"kernel\": \"seed_k_loop\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 1, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 1040}";
+pub static __KERNEL_META_seed_k_loop__c1: [u8; 215usize] = *b"{\"entry\": \"seed_k_loop__c1\", \"kernel\": \"seed_k_loop\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 1, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 1040, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1454,7 +1454,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_broadcast_smem__B_32: [u8; 186usize] = *b"{\"entry\": \"broadcast_smem__B_32\", \"kernel\": \"broadcast_smem\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8192}";
+pub static __KERNEL_META_broadcast_smem__B_32: [u8; 203usize] = *b"{\"entry\": \"broadcast_smem__B_32\", \"kernel\": \"broadcast_smem\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8192, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

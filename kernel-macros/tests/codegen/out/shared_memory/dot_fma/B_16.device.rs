@@ -558,7 +558,7 @@ pub unsafe extern "ptx-kernel" fn dot_fma__B_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_dot_fma__B_16: [u8; 172usize] = *b"{\"entry\": \"dot_fma__B_16\", \"kernel\": \"dot_fma\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_dot_fma__B_16: [u8; 189usize] = *b"{\"entry\": \"dot_fma__B_16\", \"kernel\": \"dot_fma\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

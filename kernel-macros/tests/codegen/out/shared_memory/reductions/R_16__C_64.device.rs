@@ -1410,7 +1410,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reductions__R_16__C_64: [u8; 193usize] = *b"{\"entry\": \"reductions__R_16__C_64\", \"kernel\": \"reductions\", \"meta\": {\"C\": 64, \"R\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1032}";
+pub static __KERNEL_META_reductions__R_16__C_64: [u8; 210usize] = *b"{\"entry\": \"reductions__R_16__C_64\", \"kernel\": \"reductions\", \"meta\": {\"C\": 64, \"R\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1032, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

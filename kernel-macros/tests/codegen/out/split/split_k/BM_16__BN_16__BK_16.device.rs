@@ -5711,7 +5711,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_split_k__BM_16__BN_16__BK_16: [u8; 207usize] = *b"{\"entry\": \"split_k__BM_16__BN_16__BK_16\", \"kernel\": \"split_k\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 3088}";
+pub static __KERNEL_META_split_k__BM_16__BN_16__BK_16: [u8; 224usize] = *b"{\"entry\": \"split_k__BM_16__BN_16__BK_16\", \"kernel\": \"split_k\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 3088, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

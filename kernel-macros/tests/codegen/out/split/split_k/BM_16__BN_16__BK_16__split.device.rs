@@ -5865,4 +5865,4 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_split_k__BM_16__BN_16__BK_16__split: [u8; 214usize] = *b"{\"entry\": \"split_k__BM_16__BN_16__BK_16__split\", \"kernel\": \"split_k\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 3088}";
+pub static __KERNEL_META_split_k__BM_16__BN_16__BK_16__split: [u8; 231usize] = *b"{\"entry\": \"split_k__BM_16__BN_16__BK_16__split\", \"kernel\": \"split_k\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 16}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 3088, \"maxnreg\": null}";

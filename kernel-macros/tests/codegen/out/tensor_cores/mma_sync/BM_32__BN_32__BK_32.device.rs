@@ -1297,7 +1297,7 @@ pub unsafe extern "ptx-kernel" fn mma_sync__BM_32__BN_32__BK_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_mma_sync__BM_32__BN_32__BK_32: [u8; 209usize] = *b"{\"entry\": \"mma_sync__BM_32__BN_32__BK_32\", \"kernel\": \"mma_sync\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 3, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 8192}";
+pub static __KERNEL_META_mma_sync__BM_32__BN_32__BK_32: [u8; 226usize] = *b"{\"entry\": \"mma_sync__BM_32__BN_32__BK_32\", \"kernel\": \"mma_sync\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 3, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 8192, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1194,7 +1194,7 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_wgmma__BM_64__BN_32__BK_32: [u8; 205usize] = *b"{\"entry\": \"wgmma__BM_64__BN_32__BK_32\", \"kernel\": \"wgmma\", \"meta\": {\"BK\": 32, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 22528}";
+pub static __KERNEL_META_wgmma__BM_64__BN_32__BK_32: [u8; 222usize] = *b"{\"entry\": \"wgmma__BM_64__BN_32__BK_32\", \"kernel\": \"wgmma\", \"meta\": {\"BK\": 32, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 22528, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

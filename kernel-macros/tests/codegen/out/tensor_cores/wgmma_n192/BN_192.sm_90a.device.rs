@@ -1133,7 +1133,7 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_wgmma_n192__BN_192: [u8; 184usize] = *b"{\"entry\": \"wgmma_n192__BN_192\", \"kernel\": \"wgmma_n192\", \"meta\": {\"BN\": 192}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 106496}";
+pub static __KERNEL_META_wgmma_n192__BN_192: [u8; 201usize] = *b"{\"entry\": \"wgmma_n192__BN_192\", \"kernel\": \"wgmma_n192\", \"meta\": {\"BN\": 192}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 106496, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -40,12 +40,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
   __len_o_ptr: u64,
   __fault: *mut u32,
   __tag: u32,
+  __tma: *const u8,
+  __tmask: u32,
 ) {
   unsafe {
     let __tid: usize = ::kernel_std::__private::device::thread_idx() as usize;
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
+    if __tid < 4usize && (__tmask >> __tid) & 1 != 0 {
+      ::kernel_std::__private::device::prefetch_tensormap(__tma.add(__tid * 128));
+    }
     let mut start_m_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     let mut off_hz_1: i32 = ::kernel_std::__private::device::program_id(1u32);
     let mut off_z_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
@@ -758,7 +763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
       let __start: i32 = (0i32);
       let __end: i32 = lo_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       for __jc in 0..4usize {
         let __c = __jc * 256usize + __tid;
@@ -1439,72 +1444,2579 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
-      {
-        let mut __nx: Option<i32> = if __step != 0 {
-          Some(__start)
-        } else {
-          None
+      let __n: i64 = ::kernel_std::__private::device::trip_count(
+        __start as i64,
+        __end as i64,
+        __step as i64,
+      );
+      let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
+        let (
+          __tmo0,
+          __tin0,
+          __tc0,
+          __tr0,
+          __tdc0,
+          __tdr0,
+          __tW0,
+          __tO0,
+        ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
+          let start_n_18: i32 = __start;
+          {
+            let __tW: i64 = __p_stride_kn as i64;
+            let __tO: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_18,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_kn,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            let __first: i64 = {
+              let __it: i64 = 0;
+              ({
+                let start_n_18: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __second: i64 = {
+              let __it: i64 = 1;
+              ({
+                let start_n_18: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __last: i64 = {
+              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+              ({
+                let start_n_18: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __w: i64 = __tW;
+            if (__tmask >> 0u32) & 1 != 0 && __w > 0
+              && __w <= i32::MAX as i64
+            {
+              let (__ef, __el) = (
+                __tO
+                  + (((k_base_5 as usize).wrapping_sub(__p_k_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __first,
+                __tO
+                  + (((k_base_5 as usize).wrapping_sub(__p_k_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __last,
+              );
+              let __st: i64 = __second - __first;
+              let __len: i64 = __len_k_ptr as i64;
+              let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+                __ef,
+                __w,
+              );
+              let (__sq, __sr) = if __st >= 0 && __st < __w {
+                (0i64, __st)
+              } else {
+                ::kernel_std::__private::device::divrem(__st, __w)
+              };
+              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+              let __inside = |__r: i64| (__r + 32i64) * __w <= __len;
+              let __starts = |__r: i64| (__r + 1) * __w <= __len;
+              let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+                let __rl = __rf + __nm * __sq;
+                let __rows = (__inside(__rf)
+                  && (__inside(__rl)
+                    || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                  || (__nm == 0 && __starts(__rf));
+                (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+              } else if __sq == 0 && __st > 0 {
+                let __cl = __cf + __nm * __st;
+                let __cols = __cl + 64i64 <= __w
+                  || (__cl < __w
+                    && (__nm == 0 || __cl - __st + 64i64 <= __w));
+                (0i64, __st, __cols, __inside(__rf), __rf)
+              } else {
+                let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                  __el,
+                  __w,
+                );
+                (
+                  0i64,
+                  __st,
+                  __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                  __inside(__rf) && __inside(__rl),
+                  __rl,
+                )
+              };
+              let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+                && __rl + 32i64 <= i32::MAX as i64;
+              (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+            } else {
+              (false, false, 0, 0, 0, 0, __tW, __tO)
+            }
+          }
         };
-        let mut __b: u32 = 0;
-        while __b < 1u32 {
-          if let Some(__nx) = __nx {
+        let (
+          __tmo1,
+          __tin1,
+          __tc1,
+          __tr1,
+          __tdc1,
+          __tdr1,
+          __tW1,
+          __tO1,
+        ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
+          let start_n_18: i32 = __start;
+          {
+            let __tW: i64 = __p_stride_vn as i64;
+            let __tO: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_18,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_vn,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            let __first: i64 = {
+              let __it: i64 = 0;
+              ({
+                let start_n_18: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __second: i64 = {
+              let __it: i64 = 1;
+              ({
+                let start_n_18: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __last: i64 = {
+              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+              ({
+                let start_n_18: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __w: i64 = __tW;
+            if (__tmask >> 1u32) & 1 != 0 && __w > 0
+              && __w <= i32::MAX as i64
+            {
+              let (__ef, __el) = (
+                __tO
+                  + (((v_base_6 as usize).wrapping_sub(__p_v_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __first,
+                __tO
+                  + (((v_base_6 as usize).wrapping_sub(__p_v_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __last,
+              );
+              let __st: i64 = __second - __first;
+              let __len: i64 = __len_v_ptr as i64;
+              let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+                __ef,
+                __w,
+              );
+              let (__sq, __sr) = if __st >= 0 && __st < __w {
+                (0i64, __st)
+              } else {
+                ::kernel_std::__private::device::divrem(__st, __w)
+              };
+              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+              let __inside = |__r: i64| (__r + 32i64) * __w <= __len;
+              let __starts = |__r: i64| (__r + 1) * __w <= __len;
+              let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+                let __rl = __rf + __nm * __sq;
+                let __rows = (__inside(__rf)
+                  && (__inside(__rl)
+                    || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                  || (__nm == 0 && __starts(__rf));
+                (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+              } else if __sq == 0 && __st > 0 {
+                let __cl = __cf + __nm * __st;
+                let __cols = __cl + 64i64 <= __w
+                  || (__cl < __w
+                    && (__nm == 0 || __cl - __st + 64i64 <= __w));
+                (0i64, __st, __cols, __inside(__rf), __rf)
+              } else {
+                let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                  __el,
+                  __w,
+                );
+                (
+                  0i64,
+                  __st,
+                  __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                  __inside(__rf) && __inside(__rl),
+                  __rl,
+                )
+              };
+              let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+                && __rl + 32i64 <= i32::MAX as i64;
+              (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+            } else {
+              (false, false, 0, 0, 0, 0, __tW, __tO)
+            }
+          }
+        };
+        let __tgo: bool = __n > 0 && __tmo0 && __tmo1;
+        let (__tok0, __tok1) = if __tgo {
+          let __tok0: bool = __tmo0
+            && {
+              let __tO: i64 = __tO0;
+              let __first: i64 = {
+                let __it: i64 = 0;
+                ({
+                  let start_n_18: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __second: i64 = {
+                let __it: i64 = 1;
+                ({
+                  let start_n_18: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __last: i64 = {
+                let __it: i64 = __n - 1;
+                ({
+                  let start_n_18: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              __n < 3
+                || (__second - __first).checked_mul(__n - 1)
+                  == Some(__last - __first)
+            };
+          let __tok0: bool = __tok0
+            && {
+              let start_n_18: i32 = __start;
+              __tin0
+                && {
+                  let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+                  let mut __ok: bool = true;
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 0usize) % 256usize;
+                  while __r < __nr {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >((0i32).wrapping_add((__r) as i32))
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >((0i32).wrapping_add((0usize) as i32)),
+                        ) == __r as i64;
+                    __r += 256usize;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    32usize,
+                  );
+                  let mut __r: usize = (__tid + 0usize) % 256usize;
+                  while __r < __nr {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32).wrapping_add((0usize) as i32),
+                            ),
+                          ),
+                        ) == __r as i64;
+                    __r += 256usize;
+                  }
+                  __ok = __ok && __tO >= i32::MIN as i64
+                    && __tO + 63i64 + 31i64 * __tW <= i32::MAX as i64;
+                  __ok
+                }
+                && {
+                  let __w: i64 = __tW0;
+                  let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                  let (__cL, __rL): (i64, i64) = (
+                    __tc0 + __nm * __tdc0,
+                    __tr0 + __nm * __tdr0,
+                  );
+                  let mut __ok: bool = true;
+                  if __cL + 64i64 > __w
+                    || (__rL + 32i64) * __w > __len_k_ptr as i64
+                  {
+                    ::core::hint::cold_path();
+                    let __h: i64 = (__len_k_ptr as i64) / __w;
+                    let __it: i64 = __nm;
+                    let start_n_18: i32 = ((__start as i64)
+                      + __it * (__step as i64)) as i32;
+                    __ok = false;
+                  }
+                  __ok
+                }
+            };
+          let __tok1: bool = __tmo1
+            && {
+              let __tO: i64 = __tO1;
+              let __first: i64 = {
+                let __it: i64 = 0;
+                ({
+                  let start_n_18: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __second: i64 = {
+                let __it: i64 = 1;
+                ({
+                  let start_n_18: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __last: i64 = {
+                let __it: i64 = __n - 1;
+                ({
+                  let start_n_18: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              __n < 3
+                || (__second - __first).checked_mul(__n - 1)
+                  == Some(__last - __first)
+            };
+          let __tok1: bool = __tok1
+            && {
+              let start_n_18: i32 = __start;
+              __tin1
+                && {
+                  let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
+                  let mut __ok: bool = true;
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    32usize,
+                  );
+                  let mut __r: usize = (__tid + 192usize) % 256usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 63usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 63usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                      && __v1 - __v0 == 63i64
+                      && __v0 == __tO + (__r as i64) * __tW;
+                    __r += 256usize;
+                  }
+                  __ok
+                }
+                && {
+                  let __w: i64 = __tW1;
+                  let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                  let (__cL, __rL): (i64, i64) = (
+                    __tc1 + __nm * __tdc1,
+                    __tr1 + __nm * __tdr1,
+                  );
+                  let mut __ok: bool = true;
+                  if __cL + 64i64 > __w
+                    || (__rL + 32i64) * __w > __len_v_ptr as i64
+                  {
+                    ::core::hint::cold_path();
+                    let __h: i64 = (__len_v_ptr as i64) / __w;
+                    let __it: i64 = __nm;
+                    let start_n_18: i32 = ((__start as i64)
+                      + __it * (__step as i64)) as i32;
+                    __ok = false;
+                  }
+                  __ok
+                }
+            };
+          (__tok0, __tok1)
+        } else {
+          Default::default()
+        };
+        let mut __mall: bool = __n > 0;
+        let mut __mmid: bool = true;
+        if __tgo {}
+        if __tid == 0 && __tgo {
+          {
+            let __cw = __smem.add(32784usize) as *mut i32;
+            ::kernel_std::__private::device::store(__cw, __tc0 as i32);
+            ::kernel_std::__private::device::store(
+              __cw.add(1),
+              __tr0 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(2),
+              __tdc0 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(3),
+              __tdr0 as i32,
+            );
+          }
+          {
+            let __cw = __smem.add(32800usize) as *mut i32;
+            ::kernel_std::__private::device::store(__cw, __tc1 as i32);
+            ::kernel_std::__private::device::store(
+              __cw.add(1),
+              __tr1 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(2),
+              __tdc1 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(3),
+              __tdr1 as i32,
+            );
+          }
+        }
+        (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
+      };
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 && __tgo {
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 32768usize as u32,
+          1,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 32776usize as u32,
+          1,
+        );
+        ::kernel_std::__private::device::fence_mbarrier_init();
+      }
+      let __ta18: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
+      let mut __ic18: i32 = 0;
+      if __ta18 {
+        if __tid == 0 {
+          let mut __pi: i32 = 0;
+          while __pi < 1i32 && (__pi as i64) < __n {
+            {
+              let __it: i32 = __pi;
+              let __buf: usize = __pi as usize;
+              let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                + (32768usize + __buf * 8) as u32;
+              ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                __bar,
+                8192u32,
+              );
+              {
+                let __cw = __smem.add(32784usize) as *mut i32;
+                let (__tc0, __tr0, __tdc0, __tdr0): (i32, i32, i32, i32) = (
+                  ::kernel_std::__private::device::load(__cw),
+                  ::kernel_std::__private::device::load(__cw.add(1)),
+                  ::kernel_std::__private::device::load(__cw.add(2)),
+                  ::kernel_std::__private::device::load(__cw.add(3)),
+                );
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + __buf * 4096usize) as u32,
+                  __tma.add(0u32 as usize * 128),
+                  __bar,
+                  (__tc0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                );
+              }
+              {
+                let __cw = __smem.add(32800usize) as *mut i32;
+                let (__tc1, __tr1, __tdc1, __tdr1): (i32, i32, i32, i32) = (
+                  ::kernel_std::__private::device::load(__cw),
+                  ::kernel_std::__private::device::load(__cw.add(1)),
+                  ::kernel_std::__private::device::load(__cw.add(2)),
+                  ::kernel_std::__private::device::load(__cw.add(3)),
+                );
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (24576usize + __buf * 4096usize) as u32,
+                  __tma.add(1u32 as usize * 128),
+                  __bar,
+                  (__tc1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                );
+              }
+            }
+            __pi += 1;
+          }
+        }
+      } else {
+        {
+          let mut __nx: Option<i32> = if __step != 0 {
+            Some(__start)
+          } else {
+            None
+          };
+          let mut __b: u32 = 0;
+          while __b < 1u32 {
+            if let Some(__nx) = __nx {
+              if ((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+              {
+                let start_n_18: i32 = __nx;
+                for __jc in 0..1usize {
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 256usize + __tid,
+                  );
+                  if __c < 256usize {
+                    let __r0: usize = (__c % 8usize) * 8;
+                    let __col: usize = __c / 8usize;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_kn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_kn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __s0: usize = ({
+                      let __sf: usize = (__col * 64usize + __r0);
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_k_ptr,
+                        __len_k_ptr,
+                        8usize,
+                      )
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr()
+                          + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                            as u32,
+                        __p0 as *const u8,
+                      ))
+                    {
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                    }
+                  }
+                }
+                for __jc in 0..1usize {
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 256usize + __tid,
+                  );
+                  if __c < 256usize {
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_18,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = true;
+                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        8usize,
+                      )
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr()
+                          + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                            as u32,
+                        __p0 as *const u8,
+                      ))
+                    {
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 0usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 0usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 1usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 1usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 2usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 3usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 4usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 5usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 6usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 7usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_18,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if true
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        },
+                      );
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __nx = __nx.and_then(|v| v.checked_add(__step));
+            __b += 1;
+          }
+        }
+      }
+      let mut __buf1: u32 = 0;
+      if __ta18 {
+        let mut __i: i32 = __start;
+        while __step != 0
+          && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+        {
+          let start_n_18: i32 = __i;
+          let __buf1: u32 = (__ic18 as u32) % 2u32;
+          let __aph18: u32 = ((__ic18 as u32) / 2u32) & 1;
+          if __tid == 0 {
+            if let Some(__nx) = (1i32 as i32)
+              .checked_mul(__step)
+              .and_then(|__s| __i.checked_add(__s))
+            {
+              if (__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end)
+              {
+                {
+                  let __it: i32 = __ic18 + 1i32;
+                  let __buf: usize = (if __buf1 == 0 {
+                    1u32
+                  } else {
+                    __buf1 - 1
+                  }) as usize;
+                  let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + __buf * 8) as u32;
+                  ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                    __bar,
+                    8192u32,
+                  );
+                  {
+                    let __cw = __smem.add(32784usize) as *mut i32;
+                    let (__tc0, __tr0, __tdc0, __tdr0): (i32, i32, i32, i32) = (
+                      ::kernel_std::__private::device::load(__cw),
+                      ::kernel_std::__private::device::load(__cw.add(1)),
+                      ::kernel_std::__private::device::load(__cw.add(2)),
+                      ::kernel_std::__private::device::load(__cw.add(3)),
+                    );
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (16384usize + __buf * 4096usize) as u32,
+                      __tma.add(0u32 as usize * 128),
+                      __bar,
+                      (__tc0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                    );
+                  }
+                  {
+                    let __cw = __smem.add(32800usize) as *mut i32;
+                    let (__tc1, __tr1, __tdc1, __tdr1): (i32, i32, i32, i32) = (
+                      ::kernel_std::__private::device::load(__cw),
+                      ::kernel_std::__private::device::load(__cw.add(1)),
+                      ::kernel_std::__private::device::load(__cw.add(2)),
+                      ::kernel_std::__private::device::load(__cw.add(3)),
+                    );
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (24576usize + __buf * 4096usize) as u32,
+                      __tma.add(1u32 as usize * 128),
+                      __bar,
+                      (__tc1 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr1 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                    );
+                  }
+                }
+              }
+            }
+          }
+          let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma2[__j] = 0.0f32;
+            },
+          );
+          ::kernel_std::__private::device::mbarrier_wait(
+            ::kernel_std::__private::device::smem_addr()
+              + (32768usize + (__buf1 as usize) * 8) as u32,
+            __aph18,
+          );
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            {
+              let __wg: usize = __warp / 4;
+              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (16384usize + (__buf1 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma2, __da + 0u64, __db + 0u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma2, __da + 2u64, __db + 2u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma2, __da + 4u64, __db + 4u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma2, __da + 6u64, __db + 6u64);
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n32::<
+              16usize,
+              0usize,
+            >(&mut __mma2);
+          }
+          let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              qk_21[__j] = __mma2[__j];
+            },
+          );
+          let __red3: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = qk_21[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                m_i_12[__j],
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  __red3[__j],
+                  qk_scale_15,
+                ),
+              );
+            },
+          );
+          let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Float>::fma(
+                  qk_21[__j],
+                  qk_scale_15,
+                  <f32 as ::kernel_std::__private::device::Num>::neg(
+                    m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                ),
+              );
+            },
+          );
+          let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_i_12[__j],
+                  m_ij_22[__j],
+                ),
+              );
+            },
+          );
+          let __red4: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0,
+            ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = p_23[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_24[__j],
+                ),
+                __red4[__j],
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_14[__j],
+                alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              );
+            },
+          );
+          let mut __mma6: [f32; 32usize] = [0.0f32; 32usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma6[__j] = acc_14[__j];
+            },
+          );
+          ::kernel_std::__private::device::mbarrier_wait(
+            ::kernel_std::__private::device::smem_addr()
+              + (32768usize + (__buf1 as usize) * 8) as u32,
+            __aph18,
+          );
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __ar5: [u32; 8usize] = {
+              let __val = ::kernel_std::__private::device::inline_fn(
+                #[inline(always)]
+                |__j: usize| -> f32 {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  p_23[__j]
+                },
+              );
+              [
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(0usize),
+                  __val(1usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(2usize),
+                  __val(3usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(4usize),
+                  __val(5usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(6usize),
+                  __val(7usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(8usize),
+                  __val(9usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(10usize),
+                  __val(11usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(12usize),
+                  __val(13usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(14usize),
+                  __val(15usize),
+                ),
+              ]
+            };
+            {
+              let __wg: usize = __warp / 4;
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (24576usize + (__buf1 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                    as u32,
+                4096usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma6,
+                [
+                  __ar5[0usize],
+                  __ar5[1usize],
+                  __ar5[2usize],
+                  __ar5[3usize],
+                ],
+                __db + 0u64,
+              );
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma6,
+                [
+                  __ar5[4usize],
+                  __ar5[5usize],
+                  __ar5[6usize],
+                  __ar5[7usize],
+                ],
+                __db + 128u64,
+              );
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut __mma6);
+          }
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = __mma6[__j];
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_i_12[__j] = m_ij_22[__j];
+            },
+          );
+          __ic18 += 1;
+          __i = match __i.checked_add(__step) {
+            Some(n) => n,
+            None => break,
+          };
+        }
+      } else {
+        let mut __i: i32 = __start;
+        while __step != 0
+          && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+        {
+          let start_n_18: i32 = __i;
+          if let Some(__nx) = (1 as i32)
+            .checked_mul(__step)
+            .and_then(|s| __i.checked_add(s))
+          {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
               let start_n_18: i32 = __nx;
-              for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+              for __jc in 0..1usize {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 256usize + __tid,
+                );
+                if __c < 256usize {
                   let __r0: usize = (__c % 8usize) * 8;
                   let __col: usize = __c / 8usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_kn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
                   );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_kn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
                   );
                   let __s0: usize = ({
                     let __sf: usize = (__col * 64usize + __r0);
@@ -1525,14 +4037,19 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                          as u32,
+                        + ((16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize) + __s0 * 2) as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 0usize);
@@ -1545,29 +4062,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1587,8 +4104,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 1usize);
@@ -1601,29 +4122,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1643,8 +4164,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 2usize);
@@ -1657,29 +4182,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1699,8 +4224,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 3usize);
@@ -1713,29 +4242,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1755,8 +4284,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 4usize);
@@ -1769,29 +4302,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1811,8 +4344,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 5usize);
@@ -1825,29 +4362,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1867,8 +4404,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 6usize);
@@ -1881,29 +4422,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1923,8 +4464,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 7usize);
@@ -1937,29 +4482,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -1981,9 +4526,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   }
                 }
               }
-              for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+              for __jc in 0..1usize {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 256usize + __tid,
+                );
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
@@ -1994,8 +4541,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     }) + __sf % 8
                   });
                   let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_18,
@@ -2003,24 +4550,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_vn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
                   );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_18,
@@ -2028,20 +4575,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_vn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
                   );
                   let __all = true;
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
@@ -2055,19 +4602,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                          as u32,
+                        + ((24576usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize) + __s0 * 2) as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2075,20 +4627,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2108,13 +4660,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2122,20 +4678,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2155,13 +4711,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2169,20 +4729,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2202,13 +4762,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2216,20 +4780,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2249,13 +4813,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2263,20 +4831,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2296,13 +4864,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2310,20 +4882,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2343,13 +4915,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2357,20 +4933,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2390,13 +4966,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_18,
@@ -2404,20 +4984,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if true
                           && ::kernel_std::__private::device::in_bounds(
@@ -2442,1604 +5022,502 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          __nx = __nx.and_then(|v| v.checked_add(__step));
-          __b += 1;
-        }
-      }
-      let mut __buf1: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let start_n_18: i32 = __i;
-        if let Some(__nx) = (1 as i32)
-          .checked_mul(__step)
-          .and_then(|s| __i.checked_add(s))
-        {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_18: i32 = __nx;
-            for __jc in 0..2usize {
-              let __c = __jc * 256usize + __tid;
-              if __c < 512usize {
-                let __r0: usize = (__c % 8usize) * 8;
-                let __col: usize = __c / 8usize;
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    k_base_5,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_18,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_kn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    k_base_5,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_18,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_kn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s0: usize = ({
-                  let __sf: usize = (__col * 64usize + __r0);
-                  ({
-                    let __r: usize = __sf / 64usize;
-                    __r * 64usize
-                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __sf % 8
-                });
-                if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_k_ptr,
-                    __len_k_ptr,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + ((16384usize
-                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                          * 8192usize) + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
-                {
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                }
-              }
-            }
-            for __jc in 0..2usize {
-              let __c = __jc * 256usize + __tid;
-              if __c < 512usize {
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 64usize;
-                    __r * 64usize
-                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __sf % 8
-                });
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    v_base_6,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_18,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_vn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    v_base_6,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_18,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_vn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __all = true;
-                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_v_ptr,
-                    __len_v_ptr,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + ((32768usize
-                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                          * 8192usize) + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
-                {
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 0usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 1usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 2usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 3usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 4usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 5usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 6usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 7usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                }
-              }
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma2[__j] = 0.0f32;
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::fence_proxy_async();
-        ::kernel_std::__private::device::bar_sync();
-        {
+          let mut __mma7: [f32; 16usize] = [0.0f32; 16usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma7[__j] = 0.0f32;
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
           {
-            let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (16384usize + (__buf1 as usize) * 8192usize) as u32
-                + ((__wg % 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            {
+              let __wg: usize = __warp / 4;
+              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (16384usize + (__buf1 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma7, __da + 0u64, __db + 0u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma7, __da + 2u64, __db + 2u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma7, __da + 4u64, __db + 4u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma7, __da + 6u64, __db + 6u64);
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n32::<
+              16usize,
               0usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 2u64, __db + 2u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 4u64, __db + 4u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 6u64, __db + 6u64);
-            ::kernel_std::__private::device::wgmma_commit();
+            >(&mut __mma7);
           }
-          ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            32usize,
-            0usize,
-          >(&mut __mma2);
-        }
-        let mut qk_21: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_21[__j] = __mma2[__j];
-          },
-        );
-        let __red3: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = qk_21[__j];
-              let __i: usize = {
-                const __L: [usize; 32usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
+              qk_21[__j] = __mma7[__j];
             },
           );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
-            },
-          );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-              m_i_12[__j],
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                __red3[__j],
-                qk_scale_15,
-              ),
-            );
-          },
-        );
-        let mut p_23: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Float>::fma(
-                qk_21[__j],
-                qk_scale_15,
-                <f32 as ::kernel_std::__private::device::Num>::neg(
-                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
-              ),
-            );
-          },
-        );
-        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                m_i_12[__j],
-                m_ij_22[__j],
-              ),
-            );
-          },
-        );
-        let __red4: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0,
-          ); 2usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              let __x = p_23[__j];
-              let __i: usize = {
-                const __L: [usize; 32usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
-            },
-          );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                l_i_13[__j],
-                alpha_24[__j],
-              ),
-              __red4[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              acc_14[__j],
-              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
-            );
-          },
-        );
-        let mut __mma6: [f32; 32usize] = [0.0f32; 32usize];
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma6[__j] = acc_14[__j];
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::fence_proxy_async();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __ar5: [u32; 16usize] = {
-            let __val = ::kernel_std::__private::device::inline_fn(
+          let __red8: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
               #[inline(always)]
-              |__j: usize| -> f32 {
+              |__j: usize| {
                 let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_23[__j]
+                let __x = qk_21[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
               },
             );
             [
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(0usize),
-                __val(1usize),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
               ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(2usize),
-                __val(3usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(4usize),
-                __val(5usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(6usize),
-                __val(7usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(8usize),
-                __val(9usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(10usize),
-                __val(11usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(12usize),
-                __val(13usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(14usize),
-                __val(15usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(16usize),
-                __val(17usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(18usize),
-                __val(19usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(20usize),
-                __val(21usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(22usize),
-                __val(23usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(24usize),
-                __val(25usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(26usize),
-                __val(27usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(28usize),
-                __val(29usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(30usize),
-                __val(31usize),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
               ),
             ]
           };
-          {
-            let __wg: usize = __warp / 4;
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (32768usize + (__buf1 as usize) * 8192usize) as u32
-                + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                  as u32,
-              8192usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
+          let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                m_i_12[__j],
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  __red8[__j],
+                  qk_scale_15,
+                ),
+              );
+            },
+          );
+          let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Float>::fma(
+                  qk_21[__j],
+                  qk_scale_15,
+                  <f32 as ::kernel_std::__private::device::Num>::neg(
+                    m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                ),
+              );
+            },
+          );
+          let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_i_12[__j],
+                  m_ij_22[__j],
+                ),
+              );
+            },
+          );
+          let __red9: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0,
+            ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
             >(
-              &mut __mma6,
-              [__ar5[0usize], __ar5[1usize], __ar5[2usize], __ar5[3usize]],
-              __db + 0u64,
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = p_23[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
             );
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
             >(
-              &mut __mma6,
-              [__ar5[4usize], __ar5[5usize], __ar5[6usize], __ar5[7usize]],
-              __db + 128u64,
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
             );
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
-            >(
-              &mut __mma6,
-              [
-                __ar5[8usize],
-                __ar5[9usize],
-                __ar5[10usize],
-                __ar5[11usize],
-              ],
-              __db + 256u64,
-            );
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
-            >(
-              &mut __mma6,
-              [
-                __ar5[12usize],
-                __ar5[13usize],
-                __ar5[14usize],
-                __ar5[15usize],
-              ],
-              __db + 384u64,
-            );
-            ::kernel_std::__private::device::wgmma_commit();
-          }
-          ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_24[__j],
+                ),
+                __red9[__j],
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
             32usize,
-            0usize,
-          >(&mut __mma6);
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_14[__j],
+                alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              );
+            },
+          );
+          let mut __mma11: [f32; 32usize] = [0.0f32; 32usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma11[__j] = acc_14[__j];
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __ar10: [u32; 8usize] = {
+              let __val = ::kernel_std::__private::device::inline_fn(
+                #[inline(always)]
+                |__j: usize| -> f32 {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  p_23[__j]
+                },
+              );
+              [
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(0usize),
+                  __val(1usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(2usize),
+                  __val(3usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(4usize),
+                  __val(5usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(6usize),
+                  __val(7usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(8usize),
+                  __val(9usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(10usize),
+                  __val(11usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(12usize),
+                  __val(13usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(14usize),
+                  __val(15usize),
+                ),
+              ]
+            };
+            {
+              let __wg: usize = __warp / 4;
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (24576usize + (__buf1 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                    as u32,
+                4096usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma11,
+                [
+                  __ar10[0usize],
+                  __ar10[1usize],
+                  __ar10[2usize],
+                  __ar10[3usize],
+                ],
+                __db + 0u64,
+              );
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma11,
+                [
+                  __ar10[4usize],
+                  __ar10[5usize],
+                  __ar10[6usize],
+                  __ar10[7usize],
+                ],
+                __db + 128u64,
+              );
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut __mma11);
+          }
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = __mma11[__j];
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_i_12[__j] = m_ij_22[__j];
+            },
+          );
+          __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
+          __i = match __i.checked_add(__step) {
+            Some(n) => n,
+            None => break,
+          };
+        }
+      }
+      if __ta18 {
+        ::kernel_std::__private::device::bar_sync();
+        if __tid == 0 {
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 32768usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 32776usize as u32,
+          );
         }
         ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma6[__j];
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_22[__j];
-          },
-        );
-        __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
-        __i = match __i.checked_add(__step) {
-          Some(n) => n,
-          None => break,
-        };
       }
     }
     {
       let __start: i32 = lo_16;
       let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       for __jc in 0..4usize {
         let __c = __jc * 256usize + __tid;
@@ -4720,72 +6198,3394 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
-      {
-        let mut __nx: Option<i32> = if __step != 0 {
-          Some(__start)
-        } else {
-          None
-        };
-        let mut __b: u32 = 0;
-        while __b < 1u32 {
-          if let Some(__nx) = __nx {
-            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+      let __n: i64 = ::kernel_std::__private::device::trip_count(
+        __start as i64,
+        __end as i64,
+        __step as i64,
+      );
+      let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
+        let (
+          __tmo0,
+          __tin0,
+          __tc0,
+          __tr0,
+          __tdc0,
+          __tdr0,
+          __tW0,
+          __tO0,
+        ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
+          let start_n_26: i32 = __start;
+          {
+            let __tW: i64 = __p_stride_kn as i64;
+            let __tO: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_kn,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            let __first: i64 = {
+              let __it: i64 = 0;
+              ({
+                let start_n_26: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __second: i64 = {
+              let __it: i64 = 1;
+              ({
+                let start_n_26: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __last: i64 = {
+              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+              ({
+                let start_n_26: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __w: i64 = __tW;
+            if (__tmask >> 2u32) & 1 != 0 && __w > 0
+              && __w <= i32::MAX as i64
             {
-              let start_n_26: i32 = __nx;
-              for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
-                  let __r0: usize = (__c % 8usize) * 8;
-                  let __col: usize = __c / 8usize;
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
+              let (__ef, __el) = (
+                __tO
+                  + (((k_base_5 as usize).wrapping_sub(__p_k_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __first,
+                __tO
+                  + (((k_base_5 as usize).wrapping_sub(__p_k_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __last,
+              );
+              let __st: i64 = __second - __first;
+              let __len: i64 = __len_k_ptr as i64;
+              let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+                __ef,
+                __w,
+              );
+              let (__sq, __sr) = if __st >= 0 && __st < __w {
+                (0i64, __st)
+              } else {
+                ::kernel_std::__private::device::divrem(__st, __w)
+              };
+              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+              let __inside = |__r: i64| (__r + 32i64) * __w <= __len;
+              let __starts = |__r: i64| (__r + 1) * __w <= __len;
+              let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+                let __rl = __rf + __nm * __sq;
+                let __rows = (__inside(__rf)
+                  && (__inside(__rl)
+                    || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                  || (__nm == 0 && __starts(__rf));
+                (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+              } else if __sq == 0 && __st > 0 {
+                let __cl = __cf + __nm * __st;
+                let __cols = __cl + 64i64 <= __w
+                  || (__cl < __w
+                    && (__nm == 0 || __cl - __st + 64i64 <= __w));
+                (0i64, __st, __cols, __inside(__rf), __rf)
+              } else {
+                let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                  __el,
+                  __w,
+                );
+                (
+                  0i64,
+                  __st,
+                  __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                  __inside(__rf) && __inside(__rl),
+                  __rl,
+                )
+              };
+              let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+                && __rl + 32i64 <= i32::MAX as i64;
+              (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+            } else {
+              (false, false, 0, 0, 0, 0, __tW, __tO)
+            }
+          }
+        };
+        let (
+          __tmo1,
+          __tin1,
+          __tc1,
+          __tr1,
+          __tdc1,
+          __tdr1,
+          __tW1,
+          __tO1,
+        ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
+          let start_n_26: i32 = __start;
+          {
+            let __tW: i64 = __p_stride_vn as i64;
+            let __tO: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_vn,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            let __first: i64 = {
+              let __it: i64 = 0;
+              ({
+                let start_n_26: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __second: i64 = {
+              let __it: i64 = 1;
+              ({
+                let start_n_26: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __last: i64 = {
+              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+              ({
+                let start_n_26: i32 = ((__start as i64)
+                  + __it * (__step as i64)) as i32;
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = 0usize;
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                )
+              } - __tO)
+            };
+            let __w: i64 = __tW;
+            if (__tmask >> 3u32) & 1 != 0 && __w > 0
+              && __w <= i32::MAX as i64
+            {
+              let (__ef, __el) = (
+                __tO
+                  + (((v_base_6 as usize).wrapping_sub(__p_v_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __first,
+                __tO
+                  + (((v_base_6 as usize).wrapping_sub(__p_v_ptr as usize))
+                    as i64)
+                    / (::core::mem::size_of::<
+                      ::kernel_std::__private::device::F16,
+                    >() as i64) + __last,
+              );
+              let __st: i64 = __second - __first;
+              let __len: i64 = __len_v_ptr as i64;
+              let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+                __ef,
+                __w,
+              );
+              let (__sq, __sr) = if __st >= 0 && __st < __w {
+                (0i64, __st)
+              } else {
+                ::kernel_std::__private::device::divrem(__st, __w)
+              };
+              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+              let __inside = |__r: i64| (__r + 32i64) * __w <= __len;
+              let __starts = |__r: i64| (__r + 1) * __w <= __len;
+              let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+                let __rl = __rf + __nm * __sq;
+                let __rows = (__inside(__rf)
+                  && (__inside(__rl)
+                    || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                  || (__nm == 0 && __starts(__rf));
+                (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+              } else if __sq == 0 && __st > 0 {
+                let __cl = __cf + __nm * __st;
+                let __cols = __cl + 64i64 <= __w
+                  || (__cl < __w
+                    && (__nm == 0 || __cl - __st + 64i64 <= __w));
+                (0i64, __st, __cols, __inside(__rf), __rf)
+              } else {
+                let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                  __el,
+                  __w,
+                );
+                (
+                  0i64,
+                  __st,
+                  __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                  __inside(__rf) && __inside(__rl),
+                  __rl,
+                )
+              };
+              let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+                && __rl + 32i64 <= i32::MAX as i64;
+              (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+            } else {
+              (false, false, 0, 0, 0, 0, __tW, __tO)
+            }
+          }
+        };
+        let __tgo: bool = __n > 0 && __tmo0 && __tmo1;
+        let (__tok0, __tok1) = if __tgo {
+          let __tok0: bool = __tmo0
+            && {
+              let __tO: i64 = __tO0;
+              let __first: i64 = {
+                let __it: i64 = 0;
+                ({
+                  let start_n_26: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_kn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                  )
+                } - __tO)
+              };
+              let __second: i64 = {
+                let __it: i64 = 1;
+                ({
+                  let start_n_26: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __last: i64 = {
+                let __it: i64 = __n - 1;
+                ({
+                  let start_n_26: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              __n < 3
+                || (__second - __first).checked_mul(__n - 1)
+                  == Some(__last - __first)
+            };
+          let __tok0: bool = __tok0
+            && {
+              let start_n_26: i32 = __start;
+              __tin0
+                && {
+                  let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+                  let mut __ok: bool = true;
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 0usize) % 256usize;
+                  while __r < __nr {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >((0i32).wrapping_add((__r) as i32))
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >((0i32).wrapping_add((0usize) as i32)),
+                        ) == __r as i64;
+                    __r += 256usize;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    32usize,
+                  );
+                  let mut __r: usize = (__tid + 0usize) % 256usize;
+                  while __r < __nr {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32).wrapping_add((0usize) as i32),
+                            ),
+                          ),
+                        ) == __r as i64;
+                    __r += 256usize;
+                  }
+                  __ok = __ok && __tO >= i32::MIN as i64
+                    && __tO + 63i64 + 31i64 * __tW <= i32::MAX as i64;
+                  __ok
+                }
+                && {
+                  let __w: i64 = __tW0;
+                  let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                  let (__cL, __rL): (i64, i64) = (
+                    __tc0 + __nm * __tdc0,
+                    __tr0 + __nm * __tdr0,
+                  );
+                  let mut __ok: bool = true;
+                  if __cL + 64i64 > __w
+                    || (__rL + 32i64) * __w > __len_k_ptr as i64
+                  {
+                    ::core::hint::cold_path();
+                    let __h: i64 = (__len_k_ptr as i64) / __w;
+                    let __it: i64 = __nm;
+                    let start_n_26: i32 = ((__start as i64)
+                      + __it * (__step as i64)) as i32;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      32usize,
+                    );
+                    let mut __r: usize = (__tid + 0usize) % 256usize;
+                    while __r < __nr {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 32usize + __r);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          ));
+                        __j += 1;
+                      }
+                      __r += 256usize;
+                    }
+                  }
+                  __ok
+                }
+            };
+          let __tok1: bool = __tmo1
+            && {
+              let __tO: i64 = __tO1;
+              let __first: i64 = {
+                let __it: i64 = 0;
+                ({
+                  let start_n_26: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __second: i64 = {
+                let __it: i64 = 1;
+                ({
+                  let start_n_26: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              let __last: i64 = {
+                let __it: i64 = __n - 1;
+                ({
+                  let start_n_26: i32 = ((__start as i64)
+                    + __it * (__step as i64)) as i32;
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = 0usize;
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  )
+                } - __tO)
+              };
+              __n < 3
+                || (__second - __first).checked_mul(__n - 1)
+                  == Some(__last - __first)
+            };
+          let __tok1: bool = __tok1
+            && {
+              let start_n_26: i32 = __start;
+              __tin1
+                && {
+                  let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
+                  let mut __ok: bool = true;
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    32usize,
+                  );
+                  let mut __r: usize = (__tid + 192usize) % 256usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 63usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 63usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                      && __v1 - __v0 == 63i64
+                      && __v0 == __tO + (__r as i64) * __tW;
+                    __r += 256usize;
+                  }
+                  __ok
+                }
+                && {
+                  let __w: i64 = __tW1;
+                  let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                  let (__cL, __rL): (i64, i64) = (
+                    __tc1 + __nm * __tdc1,
+                    __tr1 + __nm * __tdr1,
+                  );
+                  let mut __ok: bool = true;
+                  if __cL + 64i64 > __w
+                    || (__rL + 32i64) * __w > __len_v_ptr as i64
+                  {
+                    ::core::hint::cold_path();
+                    let __h: i64 = (__len_v_ptr as i64) / __w;
+                    let __it: i64 = __nm;
+                    let start_n_26: i32 = ((__start as i64)
+                      + __it * (__step as i64)) as i32;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      32usize,
+                    );
+                    let mut __r: usize = (__tid + 192usize) % 256usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 64usize;
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          ));
+                        __j += 1;
+                      }
+                      __r += 256usize;
+                    }
+                  }
+                  __ok
+                }
+            };
+          (__tok0, __tok1)
+        } else {
+          Default::default()
+        };
+        let mut __mall: bool = __n > 0;
+        let mut __mmid: bool = true;
+        if __tgo {
+          {
+            let __it: i64 = 0;
+            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 0usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 32usize;
+              __mall = __mall
+                && ({
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
+                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 31usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c18 = __p_n_ctx;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x17,
+                    __x16,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x17,
+                      __c18,
+                    )
+                });
+              __r += 256usize;
+            }
+          }
+          {
+            let __it: i64 = __n - 1;
+            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 0usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 32usize;
+              __mall = __mall
+                && ({
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 31usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c18 = __p_n_ctx;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x17,
+                    __x16,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x17,
+                      __c18,
+                    )
+                });
+              __r += 256usize;
+            }
+          }
+          if !__mall && __n >= 2 {
+            {
+              let __it: i64 = 0;
+              let start_n_26: i32 = ((__start as i64)
+                + __it * (__step as i64)) as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 0usize) % 256usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                __mmid = __mmid
+                  && ({
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 31usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c18 = __p_n_ctx;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x17,
+                      __x16,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x17,
+                        __c18,
+                      )
+                  });
+                __r += 256usize;
+              }
+            }
+            {
+              let __it: i64 = __n - 2;
+              let start_n_26: i32 = ((__start as i64)
+                + __it * (__step as i64)) as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 0usize) % 256usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                __mmid = __mmid
+                  && ({
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 31usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c18 = __p_n_ctx;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x17,
+                      __x16,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x17,
+                        __c18,
+                      )
+                  });
+                __r += 256usize;
+              }
+            }
+          }
+          {
+            let __it: i64 = 0;
+            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              32usize,
+            );
+            let mut __r: usize = (__tid + 192usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              __mall = __mall
+                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ));
+              __r += 256usize;
+            }
+          }
+          {
+            let __it: i64 = __n - 1;
+            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              32usize,
+            );
+            let mut __r: usize = (__tid + 192usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              __mall = __mall
+                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ));
+              __r += 256usize;
+            }
+          }
+          if !__mall && __n >= 2 {
+            {
+              let __it: i64 = 0;
+              let start_n_26: i32 = ((__start as i64)
+                + __it * (__step as i64)) as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                32usize,
+              );
+              let mut __r: usize = (__tid + 192usize) % 256usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                __mmid = __mmid
+                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ));
+                __r += 256usize;
+              }
+            }
+            {
+              let __it: i64 = __n - 2;
+              let start_n_26: i32 = ((__start as i64)
+                + __it * (__step as i64)) as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                32usize,
+              );
+              let mut __r: usize = (__tid + 192usize) % 256usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                __mmid = __mmid
+                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ));
+                __r += 256usize;
+              }
+            }
+          }
+        }
+        if __tid == 0 && __tgo {
+          {
+            let __cw = __smem.add(32784usize) as *mut i32;
+            ::kernel_std::__private::device::store(__cw, __tc0 as i32);
+            ::kernel_std::__private::device::store(
+              __cw.add(1),
+              __tr0 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(2),
+              __tdc0 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(3),
+              __tdr0 as i32,
+            );
+          }
+          {
+            let __cw = __smem.add(32800usize) as *mut i32;
+            ::kernel_std::__private::device::store(__cw, __tc1 as i32);
+            ::kernel_std::__private::device::store(
+              __cw.add(1),
+              __tr1 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(2),
+              __tdc1 as i32,
+            );
+            ::kernel_std::__private::device::store(
+              __cw.add(3),
+              __tdr1 as i32,
+            );
+          }
+        }
+        (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
+      };
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 && __tgo {
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 32768usize as u32,
+          1,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 32776usize as u32,
+          1,
+        );
+        ::kernel_std::__private::device::fence_mbarrier_init();
+      }
+      let __ta26: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
+      let mut __ic26: i32 = 0;
+      if __ta26 {
+        if __tid == 0 {
+          let mut __pi: i32 = 0;
+          while __pi < 1i32 && (__pi as i64) < __n {
+            {
+              let __it: i32 = __pi;
+              let __buf: usize = __pi as usize;
+              let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                + (32768usize + __buf * 8) as u32;
+              ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                __bar,
+                8192u32,
+              );
+              {
+                let __cw = __smem.add(32784usize) as *mut i32;
+                let (__tc0, __tr0, __tdc0, __tdr0): (i32, i32, i32, i32) = (
+                  ::kernel_std::__private::device::load(__cw),
+                  ::kernel_std::__private::device::load(__cw.add(1)),
+                  ::kernel_std::__private::device::load(__cw.add(2)),
+                  ::kernel_std::__private::device::load(__cw.add(3)),
+                );
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + __buf * 4096usize) as u32,
+                  __tma.add(2u32 as usize * 128),
+                  __bar,
+                  (__tc0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                );
+              }
+              {
+                let __cw = __smem.add(32800usize) as *mut i32;
+                let (__tc1, __tr1, __tdc1, __tdr1): (i32, i32, i32, i32) = (
+                  ::kernel_std::__private::device::load(__cw),
+                  ::kernel_std::__private::device::load(__cw.add(1)),
+                  ::kernel_std::__private::device::load(__cw.add(2)),
+                  ::kernel_std::__private::device::load(__cw.add(3)),
+                );
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (24576usize + __buf * 4096usize) as u32,
+                  __tma.add(3u32 as usize * 128),
+                  __bar,
+                  (__tc1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                );
+              }
+            }
+            __pi += 1;
+          }
+        }
+      } else {
+        {
+          let mut __nx: Option<i32> = if __step != 0 {
+            Some(__start)
+          } else {
+            None
+          };
+          let mut __b: u32 = 0;
+          while __b < 1u32 {
+            if let Some(__nx) = __nx {
+              if ((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+              {
+                let start_n_26: i32 = __nx;
+                for __jc in 0..1usize {
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 256usize + __tid,
+                  );
+                  if __c < 256usize {
+                    let __r0: usize = (__c % 8usize) * 8;
+                    let __col: usize = __c / 8usize;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
                       k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_kn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_kn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __s0: usize = ({
+                      let __sf: usize = (__col * 64usize + __r0);
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    ) && (__p7 as usize) == (__p0 as usize) + 14
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_k_ptr,
+                        __len_k_ptr,
+                        8usize,
+                      )
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr()
+                          + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                            as u32,
+                        __p0 as *const u8,
+                      ))
+                    {
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_kn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_k_ptr,
+                              __len_k_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                    }
+                  }
+                }
+                for __jc in 0..1usize {
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 256usize + __tid,
+                  );
+                  if __c < 256usize {
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    );
+                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        8usize,
+                      )
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr()
+                          + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                            as u32,
+                        __p0 as *const u8,
+                      ))
+                    {
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 0usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 0usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 1usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 1usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 2usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 3usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 4usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 5usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 6usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                      ::kernel_std::__private::device::store(
+                        (__smem.add((24576usize + ((__b) as usize) * 4096usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(__s0 + 7usize),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_26,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_vn,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_v_ptr,
+                              __len_v_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                      );
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __nx = __nx.and_then(|v| v.checked_add(__step));
+            __b += 1;
+          }
+        }
+      }
+      let mut __buf12: u32 = 0;
+      if __ta26 {
+        let mut __i: i32 = __start;
+        while __step != 0
+          && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+        {
+          let start_n_26: i32 = __i;
+          let __buf12: u32 = (__ic26 as u32) % 2u32;
+          let __aph26: u32 = ((__ic26 as u32) / 2u32) & 1;
+          if __tid == 0 {
+            if let Some(__nx) = (1i32 as i32)
+              .checked_mul(__step)
+              .and_then(|__s| __i.checked_add(__s))
+            {
+              if (__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end)
+              {
+                {
+                  let __it: i32 = __ic26 + 1i32;
+                  let __buf: usize = (if __buf12 == 0 {
+                    1u32
+                  } else {
+                    __buf12 - 1
+                  }) as usize;
+                  let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + __buf * 8) as u32;
+                  ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                    __bar,
+                    8192u32,
+                  );
+                  {
+                    let __cw = __smem.add(32784usize) as *mut i32;
+                    let (__tc0, __tr0, __tdc0, __tdr0): (i32, i32, i32, i32) = (
+                      ::kernel_std::__private::device::load(__cw),
+                      ::kernel_std::__private::device::load(__cw.add(1)),
+                      ::kernel_std::__private::device::load(__cw.add(2)),
+                      ::kernel_std::__private::device::load(__cw.add(3)),
+                    );
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (16384usize + __buf * 4096usize) as u32,
+                      __tma.add(2u32 as usize * 128),
+                      __bar,
+                      (__tc0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                    );
+                  }
+                  {
+                    let __cw = __smem.add(32800usize) as *mut i32;
+                    let (__tc1, __tr1, __tdc1, __tdr1): (i32, i32, i32, i32) = (
+                      ::kernel_std::__private::device::load(__cw),
+                      ::kernel_std::__private::device::load(__cw.add(1)),
+                      ::kernel_std::__private::device::load(__cw.add(2)),
+                      ::kernel_std::__private::device::load(__cw.add(3)),
+                    );
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (24576usize + __buf * 4096usize) as u32,
+                      __tma.add(3u32 as usize * 128),
+                      __bar,
+                      (__tc1 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr1 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                    );
+                  }
+                }
+              }
+            }
+          }
+          let mut __mma19: [f32; 16usize] = [0.0f32; 16usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma19[__j] = 0.0f32;
+            },
+          );
+          ::kernel_std::__private::device::mbarrier_wait(
+            ::kernel_std::__private::device::smem_addr()
+              + (32768usize + (__buf12 as usize) * 8) as u32,
+            __aph26,
+          );
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          if !__nofix && (!__fixlast || __lastit) {
+            let __fb = __smem
+              .add(16384usize + (__buf12 as usize) * 4096usize)
+              as *mut ::kernel_std::__private::device::F16;
+            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+              2048usize,
+            );
+            let mut __e: usize = __tid;
+            while __e < __ne {
+              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_26,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __e;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )) {
+                ::kernel_std::__private::device::store(
+                  __fb
+                    .add(
+                      ({
+                        let __sf: usize = ((__e % 32usize) * 64usize
+                          + __e / 32usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                );
+              }
+              __e += 256usize;
+            }
+          }
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            {
+              let __wg: usize = __warp / 4;
+              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (16384usize + (__buf12 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma19, __da + 0u64, __db + 0u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma19, __da + 2u64, __db + 2u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma19, __da + 4u64, __db + 4u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma19, __da + 6u64, __db + 6u64);
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n32::<
+              16usize,
+              0usize,
+            >(&mut __mma19);
+          }
+          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              qk_29[__j] = __mma19[__j];
+            },
+          );
+          let __red20: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  );
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    ),
+                    <bool as ::kernel_std::__private::device::Int>::or(
+                      <bool as ::kernel_std::__private::device::Int>::not(true),
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            start_m_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    ),
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                };
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                m_i_12[__j],
+                __red20[__j],
+              );
+            },
+          );
+          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  {
+                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_29[__j],
+                      qk_scale_15,
+                    );
+                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    );
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      ),
+                      <bool as ::kernel_std::__private::device::Int>::or(
+                        <bool as ::kernel_std::__private::device::Int>::not(true),
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              start_m_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      ),
+                    ) {
+                      __wa
+                    } else {
+                      __wb
+                    }
+                  },
+                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
+              );
+            },
+          );
+          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_i_12[__j],
+                  m_ij_32[__j],
+                ),
+              );
+            },
+          );
+          let __red21: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0,
+            ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = p_33[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_34[__j],
+                ),
+                __red21[__j],
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_14[__j],
+                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              );
+            },
+          );
+          let mut __mma23: [f32; 32usize] = [0.0f32; 32usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma23[__j] = acc_14[__j];
+            },
+          );
+          ::kernel_std::__private::device::mbarrier_wait(
+            ::kernel_std::__private::device::smem_addr()
+              + (32768usize + (__buf12 as usize) * 8) as u32,
+            __aph26,
+          );
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          if !__nofix && (!__fixlast || __lastit) {
+            let __fb = __smem
+              .add(24576usize + (__buf12 as usize) * 4096usize)
+              as *mut ::kernel_std::__private::device::F16;
+            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+              2048usize,
+            );
+            let mut __e: usize = __tid;
+            while __e < __ne {
+              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_26,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __e;
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )) {
+                ::kernel_std::__private::device::store(
+                  __fb
+                    .add(
+                      ({
+                        let __sf: usize = __e;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                );
+              }
+              __e += 256usize;
+            }
+          }
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __ar22: [u32; 8usize] = {
+              let __val = ::kernel_std::__private::device::inline_fn(
+                #[inline(always)]
+                |__j: usize| -> f32 {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  p_33[__j]
+                },
+              );
+              [
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(0usize),
+                  __val(1usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(2usize),
+                  __val(3usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(4usize),
+                  __val(5usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(6usize),
+                  __val(7usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(8usize),
+                  __val(9usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(10usize),
+                  __val(11usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(12usize),
+                  __val(13usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(14usize),
+                  __val(15usize),
+                ),
+              ]
+            };
+            {
+              let __wg: usize = __warp / 4;
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (24576usize + (__buf12 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                    as u32,
+                4096usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma23,
+                [
+                  __ar22[0usize],
+                  __ar22[1usize],
+                  __ar22[2usize],
+                  __ar22[3usize],
+                ],
+                __db + 0u64,
+              );
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma23,
+                [
+                  __ar22[4usize],
+                  __ar22[5usize],
+                  __ar22[6usize],
+                  __ar22[7usize],
+                ],
+                __db + 128u64,
+              );
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut __mma23);
+          }
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = __mma23[__j];
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_i_12[__j] = m_ij_32[__j];
+            },
+          );
+          __ic26 += 1;
+          __i = match __i.checked_add(__step) {
+            Some(n) => n,
+            None => break,
+          };
+        }
+      } else {
+        let mut __i: i32 = __start;
+        while __step != 0
+          && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+        {
+          let start_n_26: i32 = __i;
+          if let Some(__nx) = (1 as i32)
+            .checked_mul(__step)
+            .and_then(|s| __i.checked_add(s))
+          {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..1usize {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 256usize + __tid,
+                );
+                if __c < 256usize {
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_kn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
                   );
                   let __s0: usize = ({
                     let __sf: usize = (__col * 64usize + __r0);
@@ -4801,8 +9601,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4818,14 +9618,19 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                          as u32,
+                        + ((16384usize
+                          + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                            * 4096usize) + __s0 * 2) as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 0usize);
@@ -4838,29 +9643,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -4868,8 +9673,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4894,8 +9699,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 1usize);
@@ -4908,29 +9717,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -4938,8 +9747,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4964,8 +9773,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 2usize);
@@ -4978,29 +9791,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5008,8 +9821,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5034,8 +9847,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 3usize);
@@ -5048,29 +9865,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5078,8 +9895,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5104,8 +9921,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 4usize);
@@ -5118,29 +9939,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5148,8 +9969,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5174,8 +9995,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 5usize);
@@ -5188,29 +10013,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5218,8 +10043,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5244,8 +10069,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 6usize);
@@ -5258,29 +10087,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5288,8 +10117,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5314,8 +10143,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (16384usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __sf: usize = (__col * 64usize + __r0 + 7usize);
@@ -5328,29 +10161,29 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            k_base_5,
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_kn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5358,8 +10191,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5386,9 +10219,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   }
                 }
               }
-              for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+              for __jc in 0..1usize {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 256usize + __tid,
+                );
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
@@ -5399,8 +10234,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     }) + __sf % 8
                   });
                   let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
@@ -5408,24 +10243,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_vn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
                   );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
@@ -5433,20 +10268,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_stride_vn,
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5455,7 +10290,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5472,19 +10307,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                          as u32,
+                        + ((24576usize
+                          + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                            * 4096usize) + __s0 * 2) as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5492,20 +10332,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5514,7 +10354,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5539,13 +10379,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5553,20 +10397,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5575,7 +10419,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5600,13 +10444,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5614,20 +10462,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5636,7 +10484,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5661,13 +10509,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5675,20 +10527,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5697,7 +10549,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5722,13 +10574,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5736,20 +10592,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5758,7 +10614,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5783,13 +10639,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5797,20 +10657,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5819,7 +10679,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5844,13 +10704,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5858,20 +10722,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5880,7 +10744,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5905,13 +10769,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                        as *mut ::kernel_std::__private::device::F16)
+                      (__smem
+                        .add(
+                          (24576usize
+                            + ((if __buf12 == 0 { 1u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            v_base_6,
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_26,
@@ -5919,20 +10787,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_stride_vn,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5941,7 +10809,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -5971,1565 +10839,111 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          __nx = __nx.and_then(|v| v.checked_add(__step));
-          __b += 1;
-        }
-      }
-      let mut __buf7: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let start_n_26: i32 = __i;
-        if let Some(__nx) = (1 as i32)
-          .checked_mul(__step)
-          .and_then(|s| __i.checked_add(s))
-        {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_26: i32 = __nx;
-            for __jc in 0..2usize {
-              let __c = __jc * 256usize + __tid;
-              if __c < 512usize {
-                let __r0: usize = (__c % 8usize) * 8;
-                let __col: usize = __c / 8usize;
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    k_base_5,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_kn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    k_base_5,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_kn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s0: usize = ({
-                  let __sf: usize = (__col * 64usize + __r0);
-                  ({
-                    let __r: usize = __sf / 64usize;
-                    __r * 64usize
-                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __sf % 8
-                });
-                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p7 as usize) == (__p0 as usize) + 14
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_k_ptr,
-                    __len_k_ptr,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + ((16384usize
-                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                          * 8192usize) + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
-                {
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (16384usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                }
-              }
-            }
-            for __jc in 0..2usize {
-              let __c = __jc * 256usize + __tid;
-              if __c < 512usize {
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 64usize;
-                    __r * 64usize
-                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __sf % 8
-                });
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    v_base_6,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_vn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    v_base_6,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_vn,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
-                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_v_ptr,
-                    __len_v_ptr,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + ((32768usize
-                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                          * 8192usize) + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
-                {
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 0usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 1usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 2usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 3usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 4usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 5usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 6usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (32768usize
-                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                            * 8192usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 7usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          __fault,
-                          __tag,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                }
-              }
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma8: [f32; 32usize] = [0.0f32; 32usize];
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma8[__j] = 0.0f32;
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::fence_proxy_async();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          {
-            let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (16384usize + (__buf7 as usize) * 8192usize) as u32
-                + ((__wg % 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma8, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma8, __da + 2u64, __db + 2u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma8, __da + 4u64, __db + 4u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              0u32,
-            >(&mut __mma8, __da + 6u64, __db + 6u64);
-            ::kernel_std::__private::device::wgmma_commit();
-          }
-          ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            32usize,
-            0usize,
-          >(&mut __mma8);
-        }
-        let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_29[__j] = __mma8[__j];
-          },
-        );
-        let __red9: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          let mut __mma24: [f32; 16usize] = [0.0f32; 16usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = {
-                let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_29[__j],
-                  qk_scale_15,
-                );
-                let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                );
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(true),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                ) {
-                  __wa
-                } else {
-                  __wb
-                }
-              };
-              let __i: usize = {
-                const __L: [usize; 32usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
+              __mma24[__j] = 0.0f32;
             },
           );
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            {
+              let __wg: usize = __warp / 4;
+              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (16384usize + (__buf12 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                16usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma24, __da + 0u64, __db + 0u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma24, __da + 2u64, __db + 2u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma24, __da + 4u64, __db + 4u64);
+              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                16usize,
+                0usize,
+                0u32,
+                0u32,
+              >(&mut __mma24, __da + 6u64, __db + 6u64);
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n32::<
+              16usize,
+              0usize,
+            >(&mut __mma24);
+          }
+          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
-            2usize,
+            16usize,
             _,
           >(
             #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              qk_29[__j] = __mma24[__j];
             },
           );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-              m_i_12[__j],
-              __red9[__j],
-            );
-          },
-        );
-        let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                {
+          let __red25: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
                     qk_29[__j],
                     qk_scale_15,
@@ -7545,7 +10959,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -7565,7 +10979,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = __f;
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -7575,7 +10989,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -7586,38 +11000,256 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   } else {
                     __wb
                   }
-                },
-                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              ),
+                };
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
             );
-          },
-        );
-        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
-                m_ij_32[__j],
-              ),
+                __red25[__j],
+              );
+            },
+          );
+          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  {
+                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_29[__j],
+                      qk_scale_15,
+                    );
+                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    );
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      ),
+                      <bool as ::kernel_std::__private::device::Int>::or(
+                        <bool as ::kernel_std::__private::device::Int>::not(true),
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              start_m_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      ),
+                    ) {
+                      __wa
+                    } else {
+                      __wb
+                    }
+                  },
+                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
+              );
+            },
+          );
+          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_i_12[__j],
+                  m_ij_32[__j],
+                ),
+              );
+            },
+          );
+          let __red26: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0,
+            ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = p_33[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
             );
-          },
-        );
-        let __red10: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0,
-          ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_34[__j],
+                ),
+                __red26[__j],
+              );
+            },
+          );
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -7630,21 +11262,144 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_33[__j];
-              let __i: usize = {
-                const __L: [usize; 32usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_14[__j],
+                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
+            },
+          );
+          let mut __mma28: [f32; 32usize] = [0.0f32; 32usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma28[__j] = acc_14[__j];
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::fence_proxy_async();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __ar27: [u32; 8usize] = {
+              let __val = ::kernel_std::__private::device::inline_fn(
+                #[inline(always)]
+                |__j: usize| -> f32 {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  p_33[__j]
+                },
+              );
+              [
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(0usize),
+                  __val(1usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(2usize),
+                  __val(3usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(4usize),
+                  __val(5usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(6usize),
+                  __val(7usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(8usize),
+                  __val(9usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(10usize),
+                  __val(11usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(12usize),
+                  __val(13usize),
+                ),
+                ::kernel_std::__private::device::pack_f16x2(
+                  __val(14usize),
+                  __val(15usize),
+                ),
+              ]
+            };
+            {
+              let __wg: usize = __warp / 4;
+              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                ::kernel_std::__private::device::smem_addr()
+                  + (24576usize + (__buf12 as usize) * 4096usize) as u32
+                  + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                    as u32,
+                4096usize as u32,
+                1024usize as u32,
+                ::kernel_std::__private::device::wgmma_swizzle_mode(
+                  128usize,
+                ),
+              );
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma28,
+                [
+                  __ar27[0usize],
+                  __ar27[1usize],
+                  __ar27[2usize],
+                  __ar27[3usize],
+                ],
+                __db + 0u64,
+              );
+              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                32usize,
+                0usize,
+                1u32,
+              >(
+                &mut __mma28,
+                [
+                  __ar27[4usize],
+                  __ar27[5usize],
+                  __ar27[6usize],
+                  __ar27[7usize],
+                ],
+                __db + 128u64,
+              );
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut __mma28);
+          }
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = __mma28[__j];
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -7652,282 +11407,35 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             _,
           >(
             #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_i_12[__j] = m_ij_32[__j];
             },
           );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                l_i_13[__j],
-                alpha_34[__j],
-              ),
-              __red10[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              acc_14[__j],
-              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
-            );
-          },
-        );
-        let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma12[__j] = acc_14[__j];
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::fence_proxy_async();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __ar11: [u32; 16usize] = {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> f32 {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                p_33[__j]
-              },
-            );
-            [
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(0usize),
-                __val(1usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(2usize),
-                __val(3usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(4usize),
-                __val(5usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(6usize),
-                __val(7usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(8usize),
-                __val(9usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(10usize),
-                __val(11usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(12usize),
-                __val(13usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(14usize),
-                __val(15usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(16usize),
-                __val(17usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(18usize),
-                __val(19usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(20usize),
-                __val(21usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(22usize),
-                __val(23usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(24usize),
-                __val(25usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(26usize),
-                __val(27usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(28usize),
-                __val(29usize),
-              ),
-              ::kernel_std::__private::device::pack_f16x2(
-                __val(30usize),
-                __val(31usize),
-              ),
-            ]
+          __buf12 = if __buf12 == 1u32 { 0 } else { __buf12 + 1 };
+          __i = match __i.checked_add(__step) {
+            Some(n) => n,
+            None => break,
           };
-          {
-            let __wg: usize = __warp / 4;
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (32768usize + (__buf7 as usize) * 8192usize) as u32
-                + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                  as u32,
-              8192usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
-            >(
-              &mut __mma12,
-              [
-                __ar11[0usize],
-                __ar11[1usize],
-                __ar11[2usize],
-                __ar11[3usize],
-              ],
-              __db + 0u64,
-            );
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
-            >(
-              &mut __mma12,
-              [
-                __ar11[4usize],
-                __ar11[5usize],
-                __ar11[6usize],
-                __ar11[7usize],
-              ],
-              __db + 128u64,
-            );
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
-            >(
-              &mut __mma12,
-              [
-                __ar11[8usize],
-                __ar11[9usize],
-                __ar11[10usize],
-                __ar11[11usize],
-              ],
-              __db + 256u64,
-            );
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-              32usize,
-              0usize,
-              1u32,
-            >(
-              &mut __mma12,
-              [
-                __ar11[12usize],
-                __ar11[13usize],
-                __ar11[14usize],
-                __ar11[15usize],
-              ],
-              __db + 384u64,
-            );
-            ::kernel_std::__private::device::wgmma_commit();
-          }
-          ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            32usize,
-            0usize,
-          >(&mut __mma12);
+        }
+      }
+      if __ta26 {
+        ::kernel_std::__private::device::bar_sync();
+        if __tid == 0 {
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 32768usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 32776usize as u32,
+          );
         }
         ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma12[__j];
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_32[__j];
-          },
-        );
-        __buf7 = if __buf7 == 1u32 { 0 } else { __buf7 + 1 };
-        __i = match __i.checked_add(__step) {
-          Some(n) => n,
-          None => break,
-        };
       }
     }
     let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
@@ -8510,7 +12018,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c2__HEAD_DIM_64__CAUSAL_true: [u8; 250usize] = *b"{\"entry\": \"attn_fwd__c2__HEAD_DIM_64__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 1, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 65536}";
+pub static __KERNEL_META_attn_fwd__c2__HEAD_DIM_64__CAUSAL_true: [u8; 266usize] = *b"{\"entry\": \"attn_fwd__c2__HEAD_DIM_64__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 32, \"CAUSAL\": 1, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 40960, \"maxnreg\": 128}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -3,7 +3,12 @@
 
 /// Grid `(cdiv(n_ctx, BLOCK_M), batch * heads)`. 64 keys a step with 8 warps is the fastest
 /// config on an H100 at head dimension 64 and when causal, but its `mma.sync` body (sm_80)
-/// spills at head dimension 128: it is built for sm_90a only. `q`, `k`, `v` and `o` are 4-D
+/// spills at head dimension 128: it is built for sm_90a only. On sm_90a the 32-key configs keep
+/// to 128 registers per thread (`maxnreg`: two blocks of 8 warps per SM), which their `wgmma`
+/// bodies fit without spilling (the `mma.sync` bodies do not: on sm_80 they have no limit).
+/// The key and value offsets are written `base + (rows * stride + cols)`, one offsets block
+/// for the pointer, which is what lets sm_90a copy their tiles with tensor maps
+/// (ARCHITECTURE.md, "Copies ahead"). `q`, `k`, `v` and `o` are 4-D
 /// `(batch, heads, n_ctx, HEAD_DIM)` with the given batch, head and row strides and contiguous
 /// rows (any layout whose last dimension is contiguous, such as PyTorch's
 /// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first).
@@ -30,7 +35,7 @@ pub mod attn_fwd {
       ],
       num_warps: 8u32,
       num_stages: 2u32,
-      archs: &[],
+      archs: &["sm_80"],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -39,7 +44,25 @@ pub mod attn_fwd {
       ],
       num_warps: 4u32,
       num_stages: 2u32,
-      archs: &[],
+      archs: &["sm_80"],
+    },
+    ::kernel_runtime::__private::Config {
+      meta: &[
+        ("BLOCK_M", ::kernel_runtime::__private::MetaValue::Int(128i64)),
+        ("BLOCK_N", ::kernel_runtime::__private::MetaValue::Int(32i64)),
+      ],
+      num_warps: 8u32,
+      num_stages: 2u32,
+      archs: &["sm_90a"],
+    },
+    ::kernel_runtime::__private::Config {
+      meta: &[
+        ("BLOCK_M", ::kernel_runtime::__private::MetaValue::Int(64i64)),
+        ("BLOCK_N", ::kernel_runtime::__private::MetaValue::Int(32i64)),
+      ],
+      num_warps: 4u32,
+      num_stages: 2u32,
+      archs: &["sm_90a"],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -182,7 +205,24 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 0i64)],
         threads: 256u32,
         shared_bytes: 40960u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -191,6 +231,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -201,7 +243,40 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 1i64)],
         threads: 256u32,
         shared_bytes: 40960u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -210,6 +285,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -220,7 +297,24 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 0i64)],
         threads: 256u32,
         shared_bytes: 73728u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -229,6 +323,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -239,7 +335,40 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 1i64)],
         threads: 256u32,
         shared_bytes: 73728u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -248,6 +377,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -258,7 +389,24 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 0i64)],
         threads: 128u32,
         shared_bytes: 28672u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -267,6 +415,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -277,7 +427,40 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 1i64)],
         threads: 128u32,
         shared_bytes: 28672u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -286,6 +469,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -296,7 +481,24 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 0i64)],
         threads: 128u32,
         shared_bytes: 53248u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -305,6 +507,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -315,7 +519,40 @@ pub mod attn_fwd {
         launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 1i64)],
         threads: 128u32,
         shared_bytes: 53248u32,
-        tma: &[],
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -324,6 +561,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -333,8 +572,25 @@ pub mod attn_fwd {
         variant: 0usize,
         launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 0i64)],
         threads: 256u32,
-        shared_bytes: 65536u32,
-        tma: &[],
+        shared_bytes: 40960u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -343,6 +599,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -352,8 +610,41 @@ pub mod attn_fwd {
         variant: 0usize,
         launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 1i64)],
         threads: 256u32,
-        shared_bytes: 65536u32,
-        tma: &[],
+        shared_bytes: 40960u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -362,6 +653,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -371,8 +664,25 @@ pub mod attn_fwd {
         variant: 0usize,
         launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 0i64)],
         threads: 256u32,
-        shared_bytes: 114688u32,
-        tma: &[],
+        shared_bytes: 73728u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -381,6 +691,8 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -390,8 +702,41 @@ pub mod attn_fwd {
         variant: 0usize,
         launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 1i64)],
         threads: 256u32,
-        shared_bytes: 114688u32,
-        tma: &[],
+        shared_bytes: 73728u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
         split_bytes: 0u32,
         hidden: &[
           ::kernel_runtime::__private::Hidden::Len(0usize),
@@ -400,6 +745,376 @@ pub mod attn_fwd {
           ::kernel_runtime::__private::Hidden::Len(3usize),
           ::kernel_runtime::__private::Hidden::Fault,
           ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c3__HEAD_DIM_64__CAUSAL_false",
+        config: 3usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 0i64)],
+        threads: 128u32,
+        shared_bytes: 28672u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c3__HEAD_DIM_64__CAUSAL_true",
+        config: 3usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 1i64)],
+        threads: 128u32,
+        shared_bytes: 28672u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c3__HEAD_DIM_128__CAUSAL_false",
+        config: 3usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 0i64)],
+        threads: 128u32,
+        shared_bytes: 53248u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c3__HEAD_DIM_128__CAUSAL_true",
+        config: 3usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 1i64)],
+        threads: 128u32,
+        shared_bytes: 53248u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 32u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c4__HEAD_DIM_64__CAUSAL_false",
+        config: 4usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 0i64)],
+        threads: 256u32,
+        shared_bytes: 65536u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c4__HEAD_DIM_64__CAUSAL_true",
+        config: 4usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 64i64), ("CAUSAL", 1i64)],
+        threads: 256u32,
+        shared_bytes: 65536u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c4__HEAD_DIM_128__CAUSAL_false",
+        config: 4usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 0i64)],
+        threads: 256u32,
+        shared_bytes: 114688u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
+        ],
+        split_hidden: &[],
+      },
+      ::kernel_runtime::__private::InstanceInfo {
+        entry: "attn_fwd__c4__HEAD_DIM_128__CAUSAL_true",
+        config: 4usize,
+        variant: 0usize,
+        launch_metas: &[("HEAD_DIM", 128i64), ("CAUSAL", 1i64)],
+        threads: 256u32,
+        shared_bytes: 114688u32,
+        tma: &[
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 1usize,
+            row_stride: 10usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+          ::kernel_runtime::__private::TmaOperand {
+            ptr: 2usize,
+            row_stride: 13usize,
+            col_stride: ::core::option::Option::None,
+            box_inner: 64u32,
+            box_rows: 64u32,
+            swizzle: 128u32,
+          },
+        ],
+        split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+          ::kernel_runtime::__private::Hidden::TensorMaps,
+          ::kernel_runtime::__private::Hidden::TensorMapMask,
         ],
         split_hidden: &[],
       },
@@ -430,6 +1145,22 @@ pub mod attn_fwd {
         }
       }
       2usize => {
+        Meta {
+          BLOCK_M: (128 as i32),
+          BLOCK_N: (32 as i32),
+          HEAD_DIM,
+          CAUSAL,
+        }
+      }
+      3usize => {
+        Meta {
+          BLOCK_M: (64 as i32),
+          BLOCK_N: (32 as i32),
+          HEAD_DIM,
+          CAUSAL,
+        }
+      }
+      4usize => {
         Meta {
           BLOCK_M: (128 as i32),
           BLOCK_N: (64 as i32),
@@ -469,7 +1200,7 @@ pub mod attn_fwd {
     HEAD_DIM: i32,
     CAUSAL: bool,
   ) -> ::core::result::Result<(), ::kernel_runtime::__private::LaunchError> {
-    let __tuning = if 3usize > 1 {
+    let __tuning = if 5usize > 1 {
       let __ptrs: [::kernel_runtime::__private::PtrArg<'_>; 4usize] = [
         ::kernel_runtime::__private::ptr_arg("q_ptr", __p_q_ptr),
         ::kernel_runtime::__private::ptr_arg("k_ptr", __p_k_ptr),
@@ -657,11 +1388,11 @@ pub mod attn_fwd {
     HEAD_DIM: i32,
     CAUSAL: bool,
   ) -> ::core::result::Result<(), ::kernel_runtime::__private::LaunchError> {
-    if __config >= 3usize {
+    if __config >= 5usize {
       return Err(::kernel_runtime::__private::LaunchError::NoInstance {
         kernel: "attn_fwd",
         reason: format!(
-          "config index {} is out of range ({} configs)", __config, 3usize
+          "config index {} is out of range ({} configs)", __config, 5usize
         ),
       });
     }
@@ -993,8 +1724,8 @@ pub mod attn_fwd {
           >(
             __ctx,
             &(::kernel_runtime::__private::cpu::map2(
+              &::kernel_runtime::__private::cpu::Blk::scalar(k_base_5),
               &(::kernel_runtime::__private::cpu::map2(
-                &::kernel_runtime::__private::cpu::Blk::scalar(k_base_5),
                 &(::kernel_runtime::__private::cpu::map2(
                   &(::kernel_runtime::__private::cpu::expand_dims(
                     &cols_19,
@@ -1005,11 +1736,11 @@ pub mod attn_fwd {
                   ),
                   <i32 as ::kernel_runtime::__private::cpu::Num>::mul,
                 )),
-                ::kernel_runtime::__private::cpu::ptr_add,
-              )),
-              &(::kernel_runtime::__private::cpu::expand_dims(
-                &offs_d_10,
-                1usize,
+                &(::kernel_runtime::__private::cpu::expand_dims(
+                  &offs_d_10,
+                  1usize,
+                )),
+                <i32 as ::kernel_runtime::__private::cpu::Num>::add,
               )),
               ::kernel_runtime::__private::cpu::ptr_add,
             )),
@@ -1085,8 +1816,8 @@ pub mod attn_fwd {
           >(
             __ctx,
             &(::kernel_runtime::__private::cpu::map2(
+              &::kernel_runtime::__private::cpu::Blk::scalar(v_base_6),
               &(::kernel_runtime::__private::cpu::map2(
-                &::kernel_runtime::__private::cpu::Blk::scalar(v_base_6),
                 &(::kernel_runtime::__private::cpu::map2(
                   &(::kernel_runtime::__private::cpu::expand_dims(
                     &cols_19,
@@ -1097,11 +1828,11 @@ pub mod attn_fwd {
                   ),
                   <i32 as ::kernel_runtime::__private::cpu::Num>::mul,
                 )),
-                ::kernel_runtime::__private::cpu::ptr_add,
-              )),
-              &(::kernel_runtime::__private::cpu::expand_dims(
-                &offs_d_10,
-                0usize,
+                &(::kernel_runtime::__private::cpu::expand_dims(
+                  &offs_d_10,
+                  0usize,
+                )),
+                <i32 as ::kernel_runtime::__private::cpu::Num>::add,
               )),
               ::kernel_runtime::__private::cpu::ptr_add,
             )),
@@ -1163,8 +1894,8 @@ pub mod attn_fwd {
         >(
           __ctx,
           &(::kernel_runtime::__private::cpu::map2(
+            &::kernel_runtime::__private::cpu::Blk::scalar(k_base_5),
             &(::kernel_runtime::__private::cpu::map2(
-              &::kernel_runtime::__private::cpu::Blk::scalar(k_base_5),
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::expand_dims(
                   &cols_27,
@@ -1175,11 +1906,11 @@ pub mod attn_fwd {
                 ),
                 <i32 as ::kernel_runtime::__private::cpu::Num>::mul,
               )),
-              ::kernel_runtime::__private::cpu::ptr_add,
-            )),
-            &(::kernel_runtime::__private::cpu::expand_dims(
-              &offs_d_10,
-              1usize,
+              &(::kernel_runtime::__private::cpu::expand_dims(
+                &offs_d_10,
+                1usize,
+              )),
+              <i32 as ::kernel_runtime::__private::cpu::Num>::add,
             )),
             ::kernel_runtime::__private::cpu::ptr_add,
           )),
@@ -1304,8 +2035,8 @@ pub mod attn_fwd {
         >(
           __ctx,
           &(::kernel_runtime::__private::cpu::map2(
+            &::kernel_runtime::__private::cpu::Blk::scalar(v_base_6),
             &(::kernel_runtime::__private::cpu::map2(
-              &::kernel_runtime::__private::cpu::Blk::scalar(v_base_6),
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::expand_dims(
                   &cols_27,
@@ -1316,11 +2047,11 @@ pub mod attn_fwd {
                 ),
                 <i32 as ::kernel_runtime::__private::cpu::Num>::mul,
               )),
-              ::kernel_runtime::__private::cpu::ptr_add,
-            )),
-            &(::kernel_runtime::__private::cpu::expand_dims(
-              &offs_d_10,
-              0usize,
+              &(::kernel_runtime::__private::cpu::expand_dims(
+                &offs_d_10,
+                0usize,
+              )),
+              <i32 as ::kernel_runtime::__private::cpu::Num>::add,
             )),
             ::kernel_runtime::__private::cpu::ptr_add,
           )),
@@ -1489,6 +2220,54 @@ pub mod attn_fwd {
   #[allow(non_local_definitions)]
   #[macro_export]
   macro_rules! __device_entry_attn_fwd__c2__HEAD_DIM_128__CAUSAL_true {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c3__HEAD_DIM_64__CAUSAL_false {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c3__HEAD_DIM_64__CAUSAL_true {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c3__HEAD_DIM_128__CAUSAL_false {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c3__HEAD_DIM_128__CAUSAL_true {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c4__HEAD_DIM_64__CAUSAL_false {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c4__HEAD_DIM_64__CAUSAL_true {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c4__HEAD_DIM_128__CAUSAL_false {
+    () => {};
+  }
+  #[doc(hidden)]
+  #[allow(non_local_definitions)]
+  #[macro_export]
+  macro_rules! __device_entry_attn_fwd__c4__HEAD_DIM_128__CAUSAL_true {
     () => {};
   }
 }

@@ -25211,7 +25211,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_batched_matmul_kernel__c0: [u8; 272usize] = *b"{\"entry\": \"batched_matmul_kernel__c0\", \"kernel\": \"batched_matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 128, \"BLOCK_SIZE_N\": 256, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 196688}";
+pub static __KERNEL_META_batched_matmul_kernel__c0: [u8; 289usize] = *b"{\"entry\": \"batched_matmul_kernel__c0\", \"kernel\": \"batched_matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 128, \"BLOCK_SIZE_N\": 256, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 196688, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

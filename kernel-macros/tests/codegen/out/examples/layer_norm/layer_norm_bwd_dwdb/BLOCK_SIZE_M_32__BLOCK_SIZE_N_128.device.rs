@@ -2208,7 +2208,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128: [u8; 257usize] = *b"{\"entry\": \"layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128\", \"kernel\": \"layer_norm_bwd_dwdb\", \"meta\": {\"BLOCK_SIZE_M\": 32, \"BLOCK_SIZE_N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128: [u8; 274usize] = *b"{\"entry\": \"layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128\", \"kernel\": \"layer_norm_bwd_dwdb\", \"meta\": {\"BLOCK_SIZE_M\": 32, \"BLOCK_SIZE_N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

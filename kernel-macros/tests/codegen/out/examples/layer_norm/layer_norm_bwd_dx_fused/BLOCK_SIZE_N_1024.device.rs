@@ -3696,7 +3696,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024: [u8; 228usize] = *b"{\"entry\": \"layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024\", \"kernel\": \"layer_norm_bwd_dx_fused\", \"meta\": {\"BLOCK_SIZE_N\": 1024}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
+pub static __KERNEL_META_layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024: [u8; 245usize] = *b"{\"entry\": \"layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024\", \"kernel\": \"layer_norm_bwd_dx_fused\", \"meta\": {\"BLOCK_SIZE_N\": 1024}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -3021,7 +3021,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused__BLOCK_SIZE_1024: [u8; 218usize] = *b"{\"entry\": \"layer_norm_fwd_fused__BLOCK_SIZE_1024\", \"kernel\": \"layer_norm_fwd_fused\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
+pub static __KERNEL_META_layer_norm_fwd_fused__BLOCK_SIZE_1024: [u8; 235usize] = *b"{\"entry\": \"layer_norm_fwd_fused__BLOCK_SIZE_1024\", \"kernel\": \"layer_norm_fwd_fused\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -676,7 +676,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused__BLOCK_SIZE_256: [u8; 216usize] = *b"{\"entry\": \"layer_norm_fwd_fused__BLOCK_SIZE_256\", \"kernel\": \"layer_norm_fwd_fused\", \"meta\": {\"BLOCK_SIZE\": 256}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
+pub static __KERNEL_META_layer_norm_fwd_fused__BLOCK_SIZE_256: [u8; 233usize] = *b"{\"entry\": \"layer_norm_fwd_fused__BLOCK_SIZE_256\", \"kernel\": \"layer_norm_fwd_fused\", \"meta\": {\"BLOCK_SIZE\": 256}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

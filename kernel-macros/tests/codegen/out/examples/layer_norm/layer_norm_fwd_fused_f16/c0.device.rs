@@ -3839,7 +3839,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused_f16__c0: [u8; 210usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c0\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 256}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 4}";
+pub static __KERNEL_META_layer_norm_fwd_fused_f16__c0: [u8; 227usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c0\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 256}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 4, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

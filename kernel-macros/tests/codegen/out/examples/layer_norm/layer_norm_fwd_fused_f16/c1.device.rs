@@ -3847,7 +3847,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused_f16__c1: [u8; 210usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c1\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 512}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 3, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 8}";
+pub static __KERNEL_META_layer_norm_fwd_fused_f16__c1: [u8; 227usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c1\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 512}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 3, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 8, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -3865,7 +3865,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused_f16__c2: [u8; 213usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c2\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16}";
+pub static __KERNEL_META_layer_norm_fwd_fused_f16__c2: [u8; 230usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c2\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

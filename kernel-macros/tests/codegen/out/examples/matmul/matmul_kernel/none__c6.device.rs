@@ -13655,7 +13655,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_matmul_kernel__none__c6: [u8; 276usize] = *b"{\"entry\": \"matmul_kernel__none__c6\", \"kernel\": \"matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 32, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 32, \"GROUP_SIZE_M\": 8}, \"functions\": {\"ACTIVATION\": null}, \"num_warps\": 2, \"num_stages\": 5, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 30736}";
+pub static __KERNEL_META_matmul_kernel__none__c6: [u8; 293usize] = *b"{\"entry\": \"matmul_kernel__none__c6\", \"kernel\": \"matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 32, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 32, \"GROUP_SIZE_M\": 8}, \"functions\": {\"ACTIVATION\": null}, \"num_warps\": 2, \"num_stages\": 5, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 30736, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -716,7 +716,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_matmul_kernel__swish__c0: [u8; 283usize] = *b"{\"entry\": \"matmul_kernel__swish__c0\", \"kernel\": \"matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 128, \"BLOCK_SIZE_N\": 256, \"GROUP_SIZE_M\": 8}, \"functions\": {\"ACTIVATION\": \"swish\"}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 49152}";
+pub static __KERNEL_META_matmul_kernel__swish__c0: [u8; 300usize] = *b"{\"entry\": \"matmul_kernel__swish__c0\", \"kernel\": \"matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 128, \"BLOCK_SIZE_N\": 256, \"GROUP_SIZE_M\": 8}, \"functions\": {\"ACTIVATION\": \"swish\"}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 49152, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

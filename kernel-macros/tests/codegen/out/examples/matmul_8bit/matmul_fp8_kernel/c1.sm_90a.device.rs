@@ -9283,7 +9283,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_matmul_fp8_kernel__c1: [u8; 262usize] = *b"{\"entry\": \"matmul_fp8_kernel__c1\", \"kernel\": \"matmul_fp8_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 98320}";
+pub static __KERNEL_META_matmul_fp8_kernel__c1: [u8; 279usize] = *b"{\"entry\": \"matmul_fp8_kernel__c1\", \"kernel\": \"matmul_fp8_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 98320, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -4570,7 +4570,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_SIZE_N_64__BLOCK_SIZE_K_32__GROUP_SIZE_M_8: [u8; 332usize] = *b"{\"entry\": \"matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_SIZE_N_64__BLOCK_SIZE_K_32__GROUP_SIZE_M_8\", \"kernel\": \"matmul_split_k_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 32, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 64, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 32816}";
+pub static __KERNEL_META_matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_SIZE_N_64__BLOCK_SIZE_K_32__GROUP_SIZE_M_8: [u8; 349usize] = *b"{\"entry\": \"matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_SIZE_N_64__BLOCK_SIZE_K_32__GROUP_SIZE_M_8\", \"kernel\": \"matmul_split_k_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 32, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 64, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 32816, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1091,7 +1091,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c2(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_f16_kernel__c2: [u8; 200usize] = *b"{\"entry\": \"softmax_f16_kernel__c2\", \"kernel\": \"softmax_f16_kernel\", \"meta\": {\"BLOCK_SIZE\": 512}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16}";
+pub static __KERNEL_META_softmax_f16_kernel__c2: [u8; 217usize] = *b"{\"entry\": \"softmax_f16_kernel__c2\", \"kernel\": \"softmax_f16_kernel\", \"meta\": {\"BLOCK_SIZE\": 512}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

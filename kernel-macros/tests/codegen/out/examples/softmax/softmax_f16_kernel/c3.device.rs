@@ -1318,7 +1318,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c3(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_f16_kernel__c3: [u8; 201usize] = *b"{\"entry\": \"softmax_f16_kernel__c3\", \"kernel\": \"softmax_f16_kernel\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16}";
+pub static __KERNEL_META_softmax_f16_kernel__c3: [u8; 218usize] = *b"{\"entry\": \"softmax_f16_kernel__c3\", \"kernel\": \"softmax_f16_kernel\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -362,7 +362,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c0(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_kernel__c0: [u8; 192usize] = *b"{\"entry\": \"softmax_kernel__c0\", \"kernel\": \"softmax_kernel\", \"meta\": {\"BLOCK_SIZE\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16}";
+pub static __KERNEL_META_softmax_kernel__c0: [u8; 209usize] = *b"{\"entry\": \"softmax_kernel__c0\", \"kernel\": \"softmax_kernel\", \"meta\": {\"BLOCK_SIZE\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

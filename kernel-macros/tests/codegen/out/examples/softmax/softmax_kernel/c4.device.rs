@@ -1071,7 +1071,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_kernel__c4: [u8; 193usize] = *b"{\"entry\": \"softmax_kernel__c4\", \"kernel\": \"softmax_kernel\", \"meta\": {\"BLOCK_SIZE\": 2048}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
+pub static __KERNEL_META_softmax_kernel__c4: [u8; 210usize] = *b"{\"entry\": \"softmax_kernel__c4\", \"kernel\": \"softmax_kernel\", \"meta\": {\"BLOCK_SIZE\": 2048}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1087,7 +1087,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c7(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_kernel__c7: [u8; 195usize] = *b"{\"entry\": \"softmax_kernel__c7\", \"kernel\": \"softmax_kernel\", \"meta\": {\"BLOCK_SIZE\": 16384}, \"functions\": {}, \"num_warps\": 16, \"num_stages\": 3, \"threads_per_block\": 512, \"dynamic_shared_bytes\": 64}";
+pub static __KERNEL_META_softmax_kernel__c7: [u8; 212usize] = *b"{\"entry\": \"softmax_kernel__c7\", \"kernel\": \"softmax_kernel\", \"meta\": {\"BLOCK_SIZE\": 16384}, \"functions\": {}, \"num_warps\": 16, \"num_stages\": 3, \"threads_per_block\": 512, \"dynamic_shared_bytes\": 64, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

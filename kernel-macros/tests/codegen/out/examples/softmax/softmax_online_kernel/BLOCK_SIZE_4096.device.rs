@@ -1784,7 +1784,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_online_kernel__BLOCK_SIZE_4096: [u8; 220usize] = *b"{\"entry\": \"softmax_online_kernel__BLOCK_SIZE_4096\", \"kernel\": \"softmax_online_kernel\", \"meta\": {\"BLOCK_SIZE\": 4096}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
+pub static __KERNEL_META_softmax_online_kernel__BLOCK_SIZE_4096: [u8; 237usize] = *b"{\"entry\": \"softmax_online_kernel__BLOCK_SIZE_4096\", \"kernel\": \"softmax_online_kernel\", \"meta\": {\"BLOCK_SIZE\": 4096}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

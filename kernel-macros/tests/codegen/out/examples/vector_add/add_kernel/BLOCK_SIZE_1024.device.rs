@@ -1382,7 +1382,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_add_kernel__BLOCK_SIZE_1024: [u8; 197usize] = *b"{\"entry\": \"add_kernel__BLOCK_SIZE_1024\", \"kernel\": \"add_kernel\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_add_kernel__BLOCK_SIZE_1024: [u8; 214usize] = *b"{\"entry\": \"add_kernel__BLOCK_SIZE_1024\", \"kernel\": \"add_kernel\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

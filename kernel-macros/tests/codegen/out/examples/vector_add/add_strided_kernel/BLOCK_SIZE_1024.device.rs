@@ -1553,7 +1553,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_add_strided_kernel__BLOCK_SIZE_1024: [u8; 213usize] = *b"{\"entry\": \"add_strided_kernel__BLOCK_SIZE_1024\", \"kernel\": \"add_strided_kernel\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_add_strided_kernel__BLOCK_SIZE_1024: [u8; 230usize] = *b"{\"entry\": \"add_strided_kernel__BLOCK_SIZE_1024\", \"kernel\": \"add_strided_kernel\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

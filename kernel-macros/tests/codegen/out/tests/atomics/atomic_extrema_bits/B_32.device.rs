@@ -543,7 +543,7 @@ pub unsafe extern "ptx-kernel" fn atomic_extrema_bits__B_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_atomic_extrema_bits__B_32: [u8; 193usize] = *b"{\"entry\": \"atomic_extrema_bits__B_32\", \"kernel\": \"atomic_extrema_bits\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_atomic_extrema_bits__B_32: [u8; 210usize] = *b"{\"entry\": \"atomic_extrema_bits__B_32\", \"kernel\": \"atomic_extrema_bits\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -285,7 +285,7 @@ pub unsafe extern "ptx-kernel" fn atomic_tickets__B_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_atomic_tickets__B_16: [u8; 183usize] = *b"{\"entry\": \"atomic_tickets__B_16\", \"kernel\": \"atomic_tickets\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8}";
+pub static __KERNEL_META_atomic_tickets__B_16: [u8; 200usize] = *b"{\"entry\": \"atomic_tickets__B_16\", \"kernel\": \"atomic_tickets\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

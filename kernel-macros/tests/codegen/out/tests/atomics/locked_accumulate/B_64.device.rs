@@ -300,7 +300,7 @@ pub unsafe extern "ptx-kernel" fn locked_accumulate__B_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_locked_accumulate__B_64: [u8; 189usize] = *b"{\"entry\": \"locked_accumulate__B_64\", \"kernel\": \"locked_accumulate\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8}";
+pub static __KERNEL_META_locked_accumulate__B_64: [u8; 206usize] = *b"{\"entry\": \"locked_accumulate__B_64\", \"kernel\": \"locked_accumulate\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

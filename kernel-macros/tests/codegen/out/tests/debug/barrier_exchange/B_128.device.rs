@@ -151,7 +151,7 @@ pub unsafe extern "ptx-kernel" fn barrier_exchange__B_128(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_barrier_exchange__B_128: [u8; 189usize] = *b"{\"entry\": \"barrier_exchange__B_128\", \"kernel\": \"barrier_exchange\", \"meta\": {\"B\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_barrier_exchange__B_128: [u8; 206usize] = *b"{\"entry\": \"barrier_exchange__B_128\", \"kernel\": \"barrier_exchange\", \"meta\": {\"B\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

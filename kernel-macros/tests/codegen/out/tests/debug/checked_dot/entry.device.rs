@@ -384,7 +384,7 @@ pub unsafe extern "ptx-kernel" fn checked_dot(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_checked_dot: [u8; 167usize] = *b"{\"entry\": \"checked_dot\", \"kernel\": \"checked_dot\", \"meta\": {}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1024}";
+pub static __KERNEL_META_checked_dot: [u8; 184usize] = *b"{\"entry\": \"checked_dot\", \"kernel\": \"checked_dot\", \"meta\": {}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1024, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

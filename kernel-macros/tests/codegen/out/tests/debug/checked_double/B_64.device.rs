@@ -220,7 +220,7 @@ pub unsafe extern "ptx-kernel" fn checked_double__B_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_checked_double__B_64: [u8; 183usize] = *b"{\"entry\": \"checked_double__B_64\", \"kernel\": \"checked_double\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4}";
+pub static __KERNEL_META_checked_double__B_64: [u8; 200usize] = *b"{\"entry\": \"checked_double__B_64\", \"kernel\": \"checked_double\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

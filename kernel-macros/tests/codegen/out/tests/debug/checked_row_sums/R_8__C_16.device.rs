@@ -329,7 +329,7 @@ pub unsafe extern "ptx-kernel" fn checked_row_sums__R_8__C_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_checked_row_sums__R_8__C_16: [u8; 201usize] = *b"{\"entry\": \"checked_row_sums__R_8__C_16\", \"kernel\": \"checked_row_sums\", \"meta\": {\"C\": 16, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 32}";
+pub static __KERNEL_META_checked_row_sums__R_8__C_16: [u8; 218usize] = *b"{\"entry\": \"checked_row_sums__R_8__C_16\", \"kernel\": \"checked_row_sums\", \"meta\": {\"C\": 16, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -215,7 +215,7 @@ pub unsafe extern "ptx-kernel" fn printed__B_4(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_printed__B_4: [u8; 167usize] = *b"{\"entry\": \"printed__B_4\", \"kernel\": \"printed\", \"meta\": {\"B\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_printed__B_4: [u8; 184usize] = *b"{\"entry\": \"printed__B_4\", \"kernel\": \"printed\", \"meta\": {\"B\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

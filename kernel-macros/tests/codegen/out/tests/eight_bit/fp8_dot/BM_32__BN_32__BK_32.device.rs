@@ -4772,7 +4772,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_32__BN_32__BK_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_fp8_dot__BM_32__BN_32__BK_32: [u8; 209usize] = *b"{\"entry\": \"fp8_dot__BM_32__BN_32__BK_32\", \"kernel\": \"fp8_dot\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12288}";
+pub static __KERNEL_META_fp8_dot__BM_32__BN_32__BK_32: [u8; 226usize] = *b"{\"entry\": \"fp8_dot__BM_32__BN_32__BK_32\", \"kernel\": \"fp8_dot\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12288, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1253,7 +1253,7 @@ pub unsafe extern "ptx-kernel" fn fp8_ops__N_128(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_fp8_ops__N_128: [u8; 172usize] = *b"{\"entry\": \"fp8_ops__N_128\", \"kernel\": \"fp8_ops\", \"meta\": {\"N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16}";
+pub static __KERNEL_META_fp8_ops__N_128: [u8; 189usize] = *b"{\"entry\": \"fp8_ops__N_128\", \"kernel\": \"fp8_ops\", \"meta\": {\"N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1856,7 +1856,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 222usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6656}";
+pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 239usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6656, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

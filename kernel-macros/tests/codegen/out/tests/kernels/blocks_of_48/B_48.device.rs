@@ -645,7 +645,7 @@ pub unsafe extern "ptx-kernel" fn blocks_of_48__B_48(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_blocks_of_48__B_48: [u8; 182usize] = *b"{\"entry\": \"blocks_of_48__B_48\", \"kernel\": \"blocks_of_48\", \"meta\": {\"B\": 48}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 9408}";
+pub static __KERNEL_META_blocks_of_48__B_48: [u8; 199usize] = *b"{\"entry\": \"blocks_of_48__B_48\", \"kernel\": \"blocks_of_48\", \"meta\": {\"B\": 48}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 9408, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -139,7 +139,7 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_false(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_countdown__B_64__DOUBLE_false: [u8; 200usize] = *b"{\"entry\": \"countdown__B_64__DOUBLE_false\", \"kernel\": \"countdown\", \"meta\": {\"B\": 64, \"DOUBLE\": 0}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_countdown__B_64__DOUBLE_false: [u8; 217usize] = *b"{\"entry\": \"countdown__B_64__DOUBLE_false\", \"kernel\": \"countdown\", \"meta\": {\"B\": 64, \"DOUBLE\": 0}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -154,7 +154,7 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_countdown__B_64__DOUBLE_true: [u8; 199usize] = *b"{\"entry\": \"countdown__B_64__DOUBLE_true\", \"kernel\": \"countdown\", \"meta\": {\"B\": 64, \"DOUBLE\": 1}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_countdown__B_64__DOUBLE_true: [u8; 216usize] = *b"{\"entry\": \"countdown__B_64__DOUBLE_true\", \"kernel\": \"countdown\", \"meta\": {\"B\": 64, \"DOUBLE\": 1}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -307,7 +307,7 @@ pub unsafe extern "ptx-kernel" fn elementwise__B_8(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_elementwise__B_8: [u8; 175usize] = *b"{\"entry\": \"elementwise__B_8\", \"kernel\": \"elementwise\", \"meta\": {\"B\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_elementwise__B_8: [u8; 192usize] = *b"{\"entry\": \"elementwise__B_8\", \"kernel\": \"elementwise\", \"meta\": {\"B\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -227,7 +227,7 @@ pub unsafe extern "ptx-kernel" fn halvings__B_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_halvings__B_32: [u8; 171usize] = *b"{\"entry\": \"halvings__B_32\", \"kernel\": \"halvings\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4}";
+pub static __KERNEL_META_halvings__B_32: [u8; 188usize] = *b"{\"entry\": \"halvings__B_32\", \"kernel\": \"halvings\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1599,7 +1599,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_long_reductions__R_4__C_512: [u8; 201usize] = *b"{\"entry\": \"long_reductions__R_4__C_512\", \"kernel\": \"long_reductions\", \"meta\": {\"C\": 512, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 36}";
+pub static __KERNEL_META_long_reductions__R_4__C_512: [u8; 218usize] = *b"{\"entry\": \"long_reductions__R_4__C_512\", \"kernel\": \"long_reductions\", \"meta\": {\"C\": 512, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 36, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

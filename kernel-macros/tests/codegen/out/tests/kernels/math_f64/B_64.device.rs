@@ -746,7 +746,7 @@ pub unsafe extern "ptx-kernel" fn math_f64__B_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_math_f64__B_64: [u8; 171usize] = *b"{\"entry\": \"math_f64__B_64\", \"kernel\": \"math_f64\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_math_f64__B_64: [u8; 188usize] = *b"{\"entry\": \"math_f64__B_64\", \"kernel\": \"math_f64\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

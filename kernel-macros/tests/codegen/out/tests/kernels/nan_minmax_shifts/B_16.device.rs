@@ -512,7 +512,7 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_nan_minmax_shifts__B_16: [u8; 189usize] = *b"{\"entry\": \"nan_minmax_shifts__B_16\", \"kernel\": \"nan_minmax_shifts\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4}";
+pub static __KERNEL_META_nan_minmax_shifts__B_16: [u8; 206usize] = *b"{\"entry\": \"nan_minmax_shifts__B_16\", \"kernel\": \"nan_minmax_shifts\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

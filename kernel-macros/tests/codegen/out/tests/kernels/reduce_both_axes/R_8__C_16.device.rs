@@ -360,7 +360,7 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_both_axes__R_8__C_16: [u8; 202usize] = *b"{\"entry\": \"reduce_both_axes__R_8__C_16\", \"kernel\": \"reduce_both_axes\", \"meta\": {\"C\": 16, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 256}";
+pub static __KERNEL_META_reduce_both_axes__R_8__C_16: [u8; 219usize] = *b"{\"entry\": \"reduce_both_axes__R_8__C_16\", \"kernel\": \"reduce_both_axes\", \"meta\": {\"C\": 16, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 256, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

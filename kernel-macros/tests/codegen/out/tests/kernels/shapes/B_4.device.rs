@@ -143,7 +143,7 @@ pub unsafe extern "ptx-kernel" fn shapes__B_4(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_shapes__B_4: [u8; 165usize] = *b"{\"entry\": \"shapes__B_4\", \"kernel\": \"shapes\", \"meta\": {\"B\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_shapes__B_4: [u8; 182usize] = *b"{\"entry\": \"shapes__B_4\", \"kernel\": \"shapes\", \"meta\": {\"B\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

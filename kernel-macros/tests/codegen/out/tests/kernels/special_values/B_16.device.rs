@@ -185,7 +185,7 @@ pub unsafe extern "ptx-kernel" fn special_values__B_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_special_values__B_16: [u8; 183usize] = *b"{\"entry\": \"special_values__B_16\", \"kernel\": \"special_values\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_special_values__B_16: [u8; 200usize] = *b"{\"entry\": \"special_values__B_16\", \"kernel\": \"special_values\", \"meta\": {\"B\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1168,7 +1168,7 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_stepped_rows__B_2048: [u8; 183usize] = *b"{\"entry\": \"stepped_rows__B_2048\", \"kernel\": \"stepped_rows\", \"meta\": {\"B\": 2048}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_stepped_rows__B_2048: [u8; 200usize] = *b"{\"entry\": \"stepped_rows__B_2048\", \"kernel\": \"stepped_rows\", \"meta\": {\"B\": 2048}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

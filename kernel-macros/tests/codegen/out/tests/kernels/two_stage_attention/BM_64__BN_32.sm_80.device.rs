@@ -6950,7 +6950,7 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_two_stage_attention__BM_64__BN_32: [u8; 216usize] = *b"{\"entry\": \"two_stage_attention__BM_64__BN_32\", \"kernel\": \"two_stage_attention\", \"meta\": {\"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 33280}";
+pub static __KERNEL_META_two_stage_attention__BM_64__BN_32: [u8; 233usize] = *b"{\"entry\": \"two_stage_attention__BM_64__BN_32\", \"kernel\": \"two_stage_attention\", \"meta\": {\"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 33280, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

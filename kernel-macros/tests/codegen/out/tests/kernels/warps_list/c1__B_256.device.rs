@@ -813,7 +813,7 @@ pub unsafe extern "ptx-kernel" fn warps_list__c1__B_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_warps_list__c1__B_256: [u8; 183usize] = *b"{\"entry\": \"warps_list__c1__B_256\", \"kernel\": \"warps_list\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 3, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 1280}";
+pub static __KERNEL_META_warps_list__c1__B_256: [u8; 200usize] = *b"{\"entry\": \"warps_list__c1__B_256\", \"kernel\": \"warps_list\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 2, \"num_stages\": 3, \"threads_per_block\": 64, \"dynamic_shared_bytes\": 1280, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -311,7 +311,7 @@ pub unsafe extern "ptx-kernel" fn warps_list__c5__B_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_warps_list__c5__B_256: [u8; 184usize] = *b"{\"entry\": \"warps_list__c5__B_256\", \"kernel\": \"warps_list\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_warps_list__c5__B_256: [u8; 201usize] = *b"{\"entry\": \"warps_list__c5__B_256\", \"kernel\": \"warps_list\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 2048, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

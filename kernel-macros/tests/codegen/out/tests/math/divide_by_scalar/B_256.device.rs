@@ -1236,7 +1236,7 @@ pub unsafe extern "ptx-kernel" fn divide_by_scalar__B_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_divide_by_scalar__B_256: [u8; 189usize] = *b"{\"entry\": \"divide_by_scalar__B_256\", \"kernel\": \"divide_by_scalar\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_divide_by_scalar__B_256: [u8; 206usize] = *b"{\"entry\": \"divide_by_scalar__B_256\", \"kernel\": \"divide_by_scalar\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1204,7 +1204,7 @@ pub unsafe extern "ptx-kernel" fn divide_f32__B_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_divide_f32__B_256: [u8; 177usize] = *b"{\"entry\": \"divide_f32__B_256\", \"kernel\": \"divide_f32\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_divide_f32__B_256: [u8; 194usize] = *b"{\"entry\": \"divide_f32__B_256\", \"kernel\": \"divide_f32\", \"meta\": {\"B\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -612,7 +612,7 @@ pub unsafe extern "ptx-kernel" fn int_math__B_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_int_math__B_32: [u8; 171usize] = *b"{\"entry\": \"int_math__B_32\", \"kernel\": \"int_math\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_int_math__B_32: [u8; 188usize] = *b"{\"entry\": \"int_math__B_32\", \"kernel\": \"int_math\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

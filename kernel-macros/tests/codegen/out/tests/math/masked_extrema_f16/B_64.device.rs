@@ -311,7 +311,7 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_masked_extrema_f16__B_64: [u8; 191usize] = *b"{\"entry\": \"masked_extrema_f16__B_64\", \"kernel\": \"masked_extrema_f16\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8}";
+pub static __KERNEL_META_masked_extrema_f16__B_64: [u8; 208usize] = *b"{\"entry\": \"masked_extrema_f16__B_64\", \"kernel\": \"masked_extrema_f16\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

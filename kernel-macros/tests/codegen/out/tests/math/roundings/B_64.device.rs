@@ -720,7 +720,7 @@ pub unsafe extern "ptx-kernel" fn roundings__B_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_roundings__B_64: [u8; 173usize] = *b"{\"entry\": \"roundings__B_64\", \"kernel\": \"roundings\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_roundings__B_64: [u8; 190usize] = *b"{\"entry\": \"roundings__B_64\", \"kernel\": \"roundings\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1518,7 +1518,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c0(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_dot_reductions__c0: [u8; 193usize] = *b"{\"entry\": \"dot_reductions__c0\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 64, \"N\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8192}";
+pub static __KERNEL_META_dot_reductions__c0: [u8; 210usize] = *b"{\"entry\": \"dot_reductions__c0\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 64, \"N\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8192, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

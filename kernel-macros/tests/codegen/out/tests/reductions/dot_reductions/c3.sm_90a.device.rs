@@ -1537,7 +1537,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c3(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_dot_reductions__c3: [u8; 195usize] = *b"{\"entry\": \"dot_reductions__c3\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 128, \"N\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 12288}";
+pub static __KERNEL_META_dot_reductions__c3: [u8; 212usize] = *b"{\"entry\": \"dot_reductions__c3\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 128, \"N\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 12288, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1730,7 +1730,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_dot_reductions__c4: [u8; 196usize] = *b"{\"entry\": \"dot_reductions__c4\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 128, \"N\": 128}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 16384}";
+pub static __KERNEL_META_dot_reductions__c4: [u8; 213usize] = *b"{\"entry\": \"dot_reductions__c4\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 128, \"N\": 128}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 16384, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -396,7 +396,7 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_2(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_3d__B_2: [u8; 173usize] = *b"{\"entry\": \"reduce_3d__B_2\", \"kernel\": \"reduce_3d\", \"meta\": {\"B\": 2}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 128}";
+pub static __KERNEL_META_reduce_3d__B_2: [u8; 190usize] = *b"{\"entry\": \"reduce_3d__B_2\", \"kernel\": \"reduce_3d\", \"meta\": {\"B\": 2}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 128, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1092,7 +1092,7 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_3d__B_32: [u8; 176usize] = *b"{\"entry\": \"reduce_3d__B_32\", \"kernel\": \"reduce_3d\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4096}";
+pub static __KERNEL_META_reduce_3d__B_32: [u8; 193usize] = *b"{\"entry\": \"reduce_3d__B_32\", \"kernel\": \"reduce_3d\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4096, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

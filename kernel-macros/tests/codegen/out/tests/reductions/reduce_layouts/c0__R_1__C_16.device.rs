@@ -701,7 +701,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_layouts__c0__R_1__C_16: [u8; 200usize] = *b"{\"entry\": \"reduce_layouts__c0__R_1__C_16\", \"kernel\": \"reduce_layouts\", \"meta\": {\"C\": 16, \"R\": 1}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 64}";
+pub static __KERNEL_META_reduce_layouts__c0__R_1__C_16: [u8; 217usize] = *b"{\"entry\": \"reduce_layouts__c0__R_1__C_16\", \"kernel\": \"reduce_layouts\", \"meta\": {\"C\": 16, \"R\": 1}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 64, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

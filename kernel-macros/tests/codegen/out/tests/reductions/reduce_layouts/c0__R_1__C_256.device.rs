@@ -1671,7 +1671,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_layouts__c0__R_1__C_256: [u8; 204usize] = *b"{\"entry\": \"reduce_layouts__c0__R_1__C_256\", \"kernel\": \"reduce_layouts\", \"meta\": {\"C\": 256, \"R\": 1}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 1024}";
+pub static __KERNEL_META_reduce_layouts__c0__R_1__C_256: [u8; 221usize] = *b"{\"entry\": \"reduce_layouts__c0__R_1__C_256\", \"kernel\": \"reduce_layouts\", \"meta\": {\"C\": 256, \"R\": 1}, \"functions\": {}, \"num_warps\": 1, \"num_stages\": 3, \"threads_per_block\": 32, \"dynamic_shared_bytes\": 1024, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1766,7 +1766,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_layouts__c1__R_8__C_256: [u8; 205usize] = *b"{\"entry\": \"reduce_layouts__c1__R_8__C_256\", \"kernel\": \"reduce_layouts\", \"meta\": {\"C\": 256, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_reduce_layouts__c1__R_8__C_256: [u8; 222usize] = *b"{\"entry\": \"reduce_layouts__c1__R_8__C_256\", \"kernel\": \"reduce_layouts\", \"meta\": {\"C\": 256, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

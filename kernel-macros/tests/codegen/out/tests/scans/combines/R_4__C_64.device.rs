@@ -1469,7 +1469,7 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_combines__R_4__C_64: [u8; 187usize] = *b"{\"entry\": \"combines__R_4__C_64\", \"kernel\": \"combines\", \"meta\": {\"C\": 64, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1536}";
+pub static __KERNEL_META_combines__R_4__C_64: [u8; 204usize] = *b"{\"entry\": \"combines__R_4__C_64\", \"kernel\": \"combines\", \"meta\": {\"C\": 64, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1536, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -2642,7 +2642,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_scans__R_4__C_64: [u8; 181usize] = *b"{\"entry\": \"scans__R_4__C_64\", \"kernel\": \"scans\", \"meta\": {\"C\": 64, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2560}";
+pub static __KERNEL_META_scans__R_4__C_64: [u8; 198usize] = *b"{\"entry\": \"scans__R_4__C_64\", \"kernel\": \"scans\", \"meta\": {\"C\": 64, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2560, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -207,7 +207,7 @@ pub unsafe extern "ptx-kernel" fn axpb_f64__B_128(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_axpb_f64__B_128: [u8; 173usize] = *b"{\"entry\": \"axpb_f64__B_128\", \"kernel\": \"axpb_f64\", \"meta\": {\"B\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_axpb_f64__B_128: [u8; 190usize] = *b"{\"entry\": \"axpb_f64__B_128\", \"kernel\": \"axpb_f64\", \"meta\": {\"B\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -308,7 +308,7 @@ pub unsafe extern "ptx-kernel" fn mixed_widths__N_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_mixed_widths__N_64: [u8; 179usize] = *b"{\"entry\": \"mixed_widths__N_64\", \"kernel\": \"mixed_widths\", \"meta\": {\"N\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0}";
+pub static __KERNEL_META_mixed_widths__N_64: [u8; 196usize] = *b"{\"entry\": \"mixed_widths__N_64\", \"kernel\": \"mixed_widths\", \"meta\": {\"N\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 0, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

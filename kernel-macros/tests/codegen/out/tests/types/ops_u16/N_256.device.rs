@@ -6974,7 +6974,7 @@ pub unsafe extern "ptx-kernel" fn ops_u16__N_256(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_ops_u16__N_256: [u8; 174usize] = *b"{\"entry\": \"ops_u16__N_256\", \"kernel\": \"ops_u16\", \"meta\": {\"N\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_ops_u16__N_256: [u8; 191usize] = *b"{\"entry\": \"ops_u16__N_256\", \"kernel\": \"ops_u16\", \"meta\": {\"N\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]
