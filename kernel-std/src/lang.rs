@@ -244,3 +244,11 @@
 //! registers. Builds for other architectures leave its entries out; on such a GPU the autotuner
 //! skips it, and `launch_config` of it is `LaunchError::MissingEntry`. The CPU backend runs
 //! every config. `CONFIGS[i].archs` lists the architectures (empty: all).
+//!
+//! `maxnreg = N` (16 to 255, per `config(...)`, or in `#[kernel]` without `#[autotune]`) limits
+//! the entries of a config to `N` registers per thread, as Triton's `maxnreg`: the device build
+//! gives ptxas `.maxnreg N`, to keep an occupancy step (two blocks of 8 warps per SM need at
+//! most 128) that ptxas's own choice would miss. ptxas spills when the code needs more, which
+//! `build-ptx` reports as an error like any spill; a config whose bodies differ between
+//! architectures can be given twice, once per `archs`, with and without the limit. The CPU
+//! backend ignores it; the manifest records it (`Instance::maxnreg`).
