@@ -13,7 +13,8 @@
 //! that the box of iteration `i` is the first one moved `i` times by one step. Masked elements
 //! get their `other` value in shared memory after the copy lands (rows past the end of a key
 //! sequence), in the iterations where the masks' first and last values say some element may be
-//! masked. When any check fails, the loop keeps its `cp.async` copies (a uniform branch).
+//! masked. The loop exists twice (`stmt.rs`): this version, and the `cp.async` one, which runs
+//! when any check fails (the choice is a flag uniform over the block).
 
 use super::*;
 use tma::TmaCtx;
@@ -145,12 +146,12 @@ impl DevGen<'_> {
             }
             (__tgo, __tgo #(&& #oks)*, __mall, __mall || __mmid)
         };
-        let run_checks = quote!({ #checks_code });
         let pre = quote! {
             let __n: i64 = #d::trip_count(__start as i64, __end as i64, __step as i64);
-            let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = #run_checks;
-            // Earlier statements are done with this shared memory before the barriers take it.
+            // Earlier statements are done with this shared memory before the barriers and the
+            // boxes' coordinates take it.
             #d::bar_sync();
+            let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = { #checks_code };
             if __tid == 0 && __tgo {
                 #(#inits)*
                 #d::fence_mbarrier_init();

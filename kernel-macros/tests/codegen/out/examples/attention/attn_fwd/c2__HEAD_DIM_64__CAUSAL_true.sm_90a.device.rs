@@ -1449,6 +1449,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
         __end as i64,
         __step as i64,
       );
+      ::kernel_std::__private::device::bar_sync();
       let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
         let (
           __tmo0,
@@ -2302,7 +2303,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
         }
         (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
       };
-      ::kernel_std::__private::device::bar_sync();
       if __tid == 0 && __tgo {
         ::kernel_std::__private::device::mbarrier_init(
           ::kernel_std::__private::device::smem_addr() + 32768usize as u32,
@@ -6203,6 +6203,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
         __end as i64,
         __step as i64,
       );
+      ::kernel_std::__private::device::bar_sync();
       let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
         let (
           __tmo0,
@@ -7416,7 +7417,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
         }
         (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
       };
-      ::kernel_std::__private::device::bar_sync();
       if __tid == 0 && __tgo {
         ::kernel_std::__private::device::mbarrier_init(
           ::kernel_std::__private::device::smem_addr() + 32768usize as u32,

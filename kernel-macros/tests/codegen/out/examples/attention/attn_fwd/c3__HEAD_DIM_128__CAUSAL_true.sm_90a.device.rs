@@ -1450,6 +1450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         __end as i64,
         __step as i64,
       );
+      ::kernel_std::__private::device::bar_sync();
       let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
         let (
           __tmo0,
@@ -2305,7 +2306,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         }
         (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
       };
-      ::kernel_std::__private::device::bar_sync();
       if __tid == 0 && __tgo {
         ::kernel_std::__private::device::mbarrier_init(
           ::kernel_std::__private::device::smem_addr() + 49152usize as u32,
@@ -6353,6 +6353,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         __end as i64,
         __step as i64,
       );
+      ::kernel_std::__private::device::bar_sync();
       let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
         let (
           __tmo0,
@@ -7568,7 +7569,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         }
         (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
       };
-      ::kernel_std::__private::device::bar_sync();
       if __tid == 0 && __tgo {
         ::kernel_std::__private::device::mbarrier_init(
           ::kernel_std::__private::device::smem_addr() + 49152usize as u32,

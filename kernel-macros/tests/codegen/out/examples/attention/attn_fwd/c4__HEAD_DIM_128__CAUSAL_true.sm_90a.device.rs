@@ -1452,6 +1452,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         __end as i64,
         __step as i64,
       );
+      ::kernel_std::__private::device::bar_sync();
       let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
         let (
           __tmo0,
@@ -2307,7 +2308,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         }
         (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
       };
-      ::kernel_std::__private::device::bar_sync();
       if __tid == 0 && __tgo {
         ::kernel_std::__private::device::mbarrier_init(
           ::kernel_std::__private::device::smem_addr() + 98304usize as u32,
@@ -6491,6 +6491,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         __end as i64,
         __step as i64,
       );
+      ::kernel_std::__private::device::bar_sync();
       let (__tgo, __tok, __mall, __mmid): (bool, bool, bool, bool) = {
         let (
           __tmo0,
@@ -7706,7 +7707,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         }
         (__tgo, __tgo && __tok0 && __tok1, __mall, __mall || __mmid)
       };
-      ::kernel_std::__private::device::bar_sync();
       if __tid == 0 && __tgo {
         ::kernel_std::__private::device::mbarrier_init(
           ::kernel_std::__private::device::smem_addr() + 98304usize as u32,

@@ -3867,7 +3867,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused_f16__c3: [u8; 230usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c3\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 2048}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
+pub static __KERNEL_META_layer_norm_fwd_fused_f16__c3: [u8; 228usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c3\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 2048}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": 32}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -1332,7 +1332,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_softmax_f16_kernel__c6: [u8; 219usize] = *b"{\"entry\": \"softmax_f16_kernel__c6\", \"kernel\": \"softmax_f16_kernel\", \"meta\": {\"BLOCK_SIZE\": 8192}, \"functions\": {}, \"num_warps\": 16, \"num_stages\": 3, \"threads_per_block\": 512, \"dynamic_shared_bytes\": 64, \"maxnreg\": null}";
+pub static __KERNEL_META_softmax_f16_kernel__c6: [u8; 217usize] = *b"{\"entry\": \"softmax_f16_kernel__c6\", \"kernel\": \"softmax_f16_kernel\", \"meta\": {\"BLOCK_SIZE\": 8192}, \"functions\": {}, \"num_warps\": 16, \"num_stages\": 3, \"threads_per_block\": 512, \"dynamic_shared_bytes\": 64, \"maxnreg\": 40}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]
