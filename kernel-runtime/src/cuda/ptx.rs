@@ -153,6 +153,10 @@ pub(crate) struct LoadedModule {
     module: sys::CUmodule,
     /// FNV-1a hash of the PTX text it was loaded from (keys the autotuning cache).
     pub(crate) hash: u64,
+    /// The entries its PTX defines: a lookup of another one (a config built for another
+    /// architecture only) is `MissingEntry` without asking the driver, whose
+    /// `CUDA_ERROR_NOT_FOUND` tools such as compute-sanitizer report as an error.
+    entries: HashSet<String>,
     ctx: Arc<CudaContext>,
 }
 
@@ -296,6 +300,18 @@ fn read_source(source: &PtxSource, jit_ptx: bool) -> std::io::Result<SourceBytes
 
 /// Loads `source` into `dev`'s context: its matching cubin when there is one that this GPU
 /// runs, else the PTX, with the JIT compiler's error log on failure.
+/// The names of the entries (`.entry <name>(`) a PTX text defines.
+fn entry_names(ptx: &[u8]) -> HashSet<String> {
+    let text = String::from_utf8_lossy(ptx);
+    text.match_indices(".entry ")
+        .filter_map(|(at, key)| {
+            let rest = &text[at + key.len()..];
+            let name = rest[..rest.find(|c: char| c == '(' || c.is_whitespace()).unwrap_or(rest.len())].trim();
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
 fn load_module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Result<LoadedModule, LaunchError> {
     let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: source.key(), code, message };
     let SourceBytes { ptx: bytes, warning, cubin } =
@@ -304,6 +320,7 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Re
         log::warn!("{warning}");
     }
     let hash = kernel_formats::fnv1a64(&bytes);
+    let entries = entry_names(&bytes);
     if let Some(cubin) = cubin {
         let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             dev.ctx.bind_to_thread()?;
@@ -316,7 +333,7 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Re
         }));
         // Another architecture (or a driver that refuses it): the PTX below.
         if let Ok(Ok(module)) = loaded {
-            return Ok(LoadedModule { module, hash, ctx: Arc::clone(&dev.ctx) });
+            return Ok(LoadedModule { module, hash, entries, ctx: Arc::clone(&dev.ctx) });
         }
     }
     let image = CString::new(bytes)
@@ -342,7 +359,7 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Re
         }
     }));
     match outcome {
-        Ok(Ok(module)) => Ok(LoadedModule { module, hash, ctx: Arc::clone(&dev.ctx) }),
+        Ok(Ok(module)) => Ok(LoadedModule { module, hash, entries, ctx: Arc::clone(&dev.ctx) }),
         Ok(Err(e)) => {
             let (code, mut message) = error_parts(e);
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -414,6 +431,9 @@ pub(crate) fn function(
     let path = source.key();
     let module = module(dev, info.name, &source)?;
     let missing = || LaunchError::MissingEntry { kernel: info.name, entry, path: path.clone() };
+    if !module.entries.contains(entry) {
+        return Err(missing());
+    }
     let name = CString::new(entry).map_err(|_| missing())?;
     let raw = module.module;
     let function = match dev.call(format!("cuModuleGetFunction({entry})"), || {
@@ -500,6 +520,17 @@ pub(crate) fn check_shared(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A module's entries are read from its PTX, so that a lookup of one it lacks is answered
+    /// without the driver.
+    #[test]
+    fn entries_are_read_from_the_ptx() {
+        let ptx = b".version 8.5\n.visible .entry attn__c2(\n\t.param .u64 attn__c2_param_0\n)\n{\n}\n.visible .entry add__c0()\n{\n}\n.func helper(\n)\n";
+        let names = entry_names(ptx);
+        assert_eq!(names, HashSet::from(["attn__c2".to_string(), "add__c0".to_string()]));
+        assert!(!names.contains("helper") && !names.contains("attn__c0"));
+        assert!(entry_names(b"").is_empty());
+    }
 
     #[test]
     fn architectures_by_compute_capability() {
