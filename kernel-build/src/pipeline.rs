@@ -184,10 +184,11 @@ pub fn build_crate(tc: &Toolchain, ptxas: &Ptxas, job: &Job) -> Result<Built> {
     let t_link = t.elapsed();
 
     let ptx = std::fs::read_to_string(&ptx_tmp)?;
+    let metadata = parse_metadata(&ptx);
     // Entries whose config limits their registers (`maxnreg`) get `.maxnreg` for ptxas.
-    let limits: Vec<(String, u32)> = parse_metadata(&ptx)
-        .into_iter()
-        .filter_map(|(entry, v)| Some((entry, u32::try_from(v.get("maxnreg")?.as_u64()?).ok()?)))
+    let limits: Vec<(String, u32)> = metadata
+        .iter()
+        .filter_map(|(entry, v)| Some((entry.clone(), u32::try_from(v.get("maxnreg")?.as_u64()?).ok()?)))
         .collect();
     let ptx = if limits.is_empty() {
         ptx
@@ -219,7 +220,7 @@ pub fn build_crate(tc: &Toolchain, ptxas: &Ptxas, job: &Job) -> Result<Built> {
         rows.push((e, r));
     }
     print_table(&ptx_path, arch, &rows);
-    eprintln!("build-ptx: {name} ({arch}): {}", entries_per_kernel(&parse_metadata(&ptx)));
+    eprintln!("build-ptx: {name} ({arch}): {}", entries_per_kernel(&metadata));
     for w in &report.warnings {
         eprintln!("build-ptx: {w}");
     }
@@ -244,7 +245,7 @@ pub fn build_crate(tc: &Toolchain, ptxas: &Ptxas, job: &Job) -> Result<Built> {
         eprintln!("build-ptx: warning: {msg}");
     }
 
-    write_manifest(&manifest_path, name, arch, &ptx, &cubin, tc, ptxas, &rows)?;
+    write_manifest(&manifest_path, (name, arch), (&ptx, &metadata), &cubin, tc, ptxas, &rows)?;
     write_atomic(&key_path, key.as_bytes())?;
     eprintln!(
         "build-ptx: {} ({} entries) in {:.1}s: cargo {:.1}s, link {:.2}s, ptxas {:.2}s",
@@ -568,24 +569,21 @@ fn print_table(ptx: &Path, arch: &str, rows: &[(&PtxEntry, &FunctionReport)]) {
 /// Writes the manifest the runtime reads, `kernel_formats::manifest::Manifest` (the format is
 /// documented there): the crate, architecture, both files' hashes, the tools' versions, and
 /// per entry its parameters, `ptxas`'s report and the instance description `#[kernel]`
-/// exported with it.
+/// exported with it (`metadata`, as [`parse_metadata`] read it from `ptx`).
 ///
 /// # Errors
 /// An instance description that does not parse as `kernel_formats::manifest::Instance` (the
 /// macro and the manifest disagree), or the file cannot be written.
-#[allow(clippy::too_many_arguments)]
 fn write_manifest(
     path: &Path,
-    name: &str,
-    arch: &str,
-    ptx: &str,
+    (name, arch): (&str, &str),
+    (ptx, metadata): (&str, &[(String, Value)]),
     cubin: &[u8],
     tc: &Toolchain,
     ptxas: &Ptxas,
     rows: &[(&PtxEntry, &FunctionReport)],
 ) -> Result<()> {
     use kernel_formats::manifest::{Entry, Instance, Manifest, Param};
-    let metadata = parse_metadata(ptx);
     let mut manifest = Manifest::new(name, arch, ptx.as_bytes(), Some(cubin), &tc.version, &ptxas.version);
     for (e, r) in rows {
         let instance = match metadata.iter().find(|(n, _)| n == &e.name) {
@@ -723,7 +721,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-manifest-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("k.manifest.json");
-        write_manifest(&path, "k", "sm_90a", &ptx, b"cubin", &tc, &ptxas, &rows).unwrap();
+        write_manifest(&path, ("k", "sm_90a"), (&ptx, &parse_metadata(&ptx)), b"cubin", &tc, &ptxas, &rows).unwrap();
         let m = Manifest::read(&path).unwrap();
         assert!(m.ptx_matches(ptx.as_bytes()) && m.cubin_matches(b"cubin"));
         assert_eq!((m.crate_name.as_str(), m.arch.as_str(), m.ptx.as_str(), m.cubin.as_deref()), ("k", "sm_90a", "k.ptx", Some("k.cubin")));

@@ -34,19 +34,16 @@ pub(super) struct AheadCode {
     pub(super) next: TokenStream,
     pub(super) buf: Ident,
     pub(super) depth: usize,
-    /// With tensor maps, the loop that copies with them (see [`AheadTmaLoop`]).
-    pub(super) tma: Option<AheadTmaLoop>,
+    /// With tensor maps, the code of the loop version that copies with them, taken when its
+    /// `flag` is set (`first` sets it before the loop; the same in every thread): its `next`,
+    /// `advance` and `after` (the last after either version).
+    pub(super) tma: Option<pipeline::AheadTma>,
 }
 
-/// The loop version whose copies ahead are tensor-map copies (sm_90a, `pipeline/ahead.rs`),
-/// taken when `flag` is set (`AheadCode::first` sets it before the loop; the same in every
-/// thread): the buffer and phase of an iteration and thread 0's copies at its top (`next`),
-/// the end of an iteration (`advance`), and the code after the loop (`after`, either version).
-pub(super) struct AheadTmaLoop {
-    pub(super) flag: Ident,
-    pub(super) next: TokenStream,
-    pub(super) advance: TokenStream,
-    pub(super) after: TokenStream,
+/// Whether `v`, a value of the loop variable, lies in the range of the loop being generated
+/// (`__start` to `__end` by `__step`, `stmt.rs`'s `for_stmt`).
+pub(super) fn in_loop_range(v: &TokenStream) -> TokenStream {
+    quote!(((__step > 0 && #v < __end) || (__step < 0 && #v > __end)))
 }
 
 impl AheadCode {
@@ -219,26 +216,26 @@ impl DevGen<'_> {
             return None;
         }
         let (depth, buf) = (*depth, self.fresh("buf"));
-        let mut ops = Vec::new();
-        let mut aops = Vec::new();
+        // Each operand with the tile its `cp.async` copies fill.
+        let mut ops: Vec<(pipeline::AheadOperand, Tile)> = Vec::new();
         for op in ahead {
             let (align, size) = op.tile_bytes();
             let bufs: Vec<usize> = (0..=depth).map(|_| self.alloc_aligned(size, align)).collect();
             let (tile, staging) = self.operand_tile(op.x, op.layout, op.rows, op.inner);
             let (first, delta) = (bufs[0], bufs[1] - bufs[0]);
             debug_assert!(bufs.windows(2).all(|w| w[1] - w[0] == delta), "ahead buffers evenly spaced");
-            ops.push((op.x, tile, staging, first, delta));
-            aops.push(pipeline::AheadOperand { x: op.x, layout: op.layout, staging, first, delta });
+            ops.push((pipeline::AheadOperand { x: op.x, layout: op.layout, staging, first, delta }, tile));
         }
         // With tensor maps, one `mbarrier` per buffer and each operand's box coordinates after
         // the tiles (`plan::reserved`).
         let tma = tma.as_ref().and_then(|maps| {
             let bars = self.alloc_aligned(8 * (depth + 1) + 16 * ahead.len(), 8);
+            let aops: Vec<&pipeline::AheadOperand> = ops.iter().map(|(o, _)| o).collect();
             self.ahead_tma(var, t, &aops, maps, (depth, bars, &buf))
         });
-        for (i, (x, _, staging, first, delta)) in ops.iter().enumerate() {
+        for (i, (o, _)) in ops.iter().enumerate() {
             let wait = tma.as_ref().map(|a| a.waits[i].clone());
-            self.ahead.borrow_mut().insert(*x, Ahead { first: *first, delta: *delta, depth, staging: *staging, buf: buf.clone(), tma: wait });
+            self.ahead.borrow_mut().insert(o.x, Ahead { first: o.first, delta: o.delta, depth, staging: o.staging, buf: buf.clone(), tma: wait });
         }
         self.floor.set(self.cursor.get());
         let d = &self.d;
@@ -246,14 +243,16 @@ impl DevGen<'_> {
         let cold = tma.is_some();
         // The copies of the iteration whose variable is `value` into buffer `b` (a `u32`).
         let copies = |value: TokenStream, b: TokenStream| {
-            let code = ops.iter().map(|(x, tile, staging, first, delta)| self.stage_operand_in(*x, *tile, *staging, &quote!((#first + ((#b) as usize) * #delta)), cold));
+            let code = ops.iter().map(|(o, tile)| {
+                let (first, delta) = (o.first, o.delta);
+                self.stage_operand_in(o.x, *tile, o.staging, &quote!((#first + ((#b) as usize) * #delta)), cold)
+            });
             let code: Vec<TokenStream> = code.collect();
             quote!({ let #id: #t = #value; #(#code)* })
         };
-        let in_range = |v: TokenStream| quote!(((__step > 0 && #v < __end) || (__step < 0 && #v > __end)));
         // Before the loop: iterations `0..depth` into buffers `0..depth`, a group each.
         let first_copy = copies(quote!(__nx), quote!(__b));
-        let next_in = in_range(quote!(__nx));
+        let next_in = in_loop_range(&quote!(__nx));
         let (depth_u, depth_t) = (depth as u32, proc_macro2::Literal::usize_unsuffixed(depth));
         let first = quote! {
             {
@@ -278,12 +277,12 @@ impl DevGen<'_> {
             #d::cp_async_commit();
         };
         self.cursor.set(self.floor.get());
-        let (first, tma) = match tma {
+        let first = match &tma {
             Some(a) => {
                 let (pre, flag, tfirst) = (&a.pre, &a.flag, &a.first);
-                (quote!(#pre if #flag { #tfirst } else { #first }), Some(AheadTmaLoop { flag: a.flag, next: { let (t, n) = (&a.top, &a.next); quote!(#t #n) }, advance: a.advance, after: a.after }))
+                quote!(#pre if #flag { #tfirst } else { #first })
             }
-            None => (first, None),
+            None => first,
         };
         Some(AheadCode { first, next, buf, depth, tma })
     }

@@ -7,7 +7,7 @@ use super::*;
 mod ahead;
 mod operand;
 mod tma;
-pub(super) use ahead::AheadOperand;
+pub(super) use ahead::{AheadOperand, AheadTma};
 use plan::smem::PipeTiles;
 use tma::{TmaCtx, TmaOperand};
 

@@ -295,10 +295,11 @@ impl DevGen<'_> {
                 #reduce
             };
         }
+        let in_range = super::operands::in_loop_range(&quote!(__i));
         let looped = |body: &TokenStream| {
             quote! {
                 let mut __i: #t = __start;
-                while __step != 0 && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end)) {
+                while __step != 0 && #in_range {
                     let #id: #t = __i;
                     #body
                     __i = match __i.checked_add(__step) { Some(n) => n, None => break };

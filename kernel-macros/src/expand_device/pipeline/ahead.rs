@@ -17,6 +17,7 @@
 //! when any check fails (the choice is a flag uniform over the block).
 
 use super::*;
+use crate::expand_device::operands::in_loop_range;
 use tma::TmaCtx;
 
 /// The tensor-map code of a loop's copies ahead (see [`DevGen::ahead_tma`]).
@@ -29,7 +30,6 @@ pub(in crate::expand_device) struct AheadTma {
     pub(in crate::expand_device) first: TokenStream,
     /// At the top of iteration `__ic`: its buffer and barrier phase, then thread 0's copies
     /// `depth` iterations ahead.
-    pub(in crate::expand_device) top: TokenStream,
     pub(in crate::expand_device) next: TokenStream,
     /// Per operand, the wait for its tile and the fix-up of its masked elements.
     pub(in crate::expand_device) waits: Vec<TokenStream>,
@@ -55,7 +55,7 @@ impl DevGen<'_> {
     /// reads: they take no registers in the loop), the buffer the current iteration reads in
     /// `buf`. `None` when an operand's code cannot be built (the loop then keeps its `cp.async`
     /// copies only).
-    pub(in crate::expand_device) fn ahead_tma(&self, var: LocalId, t: &TokenStream, ops: &[AheadOperand], maps: &plan::AheadMaps, (depth, bars, buf): (usize, usize, &Ident)) -> Option<AheadTma> {
+    pub(in crate::expand_device) fn ahead_tma(&self, var: LocalId, t: &TokenStream, ops: &[&AheadOperand], maps: &plan::AheadMaps, (depth, bars, buf): (usize, usize, &Ident)) -> Option<AheadTma> {
         let (k, d) = (self.k, &self.d);
         let var_id = crate::expand_cpu::local_ident(k, var);
         let pipe_ops = ops.iter().map(|o| self.ahead_pipe_op(o.x)).collect::<Option<Vec<PipeOp>>>()?;
@@ -184,21 +184,20 @@ impl DevGen<'_> {
         };
         // Iteration `__ic + depth` exists when the loop variable gets there.
         let next_issue = issue(quote!(#ic + #depth_i), quote!((if #buf == 0 { #depth_u } else { #buf - 1 }) as usize));
+        // The buffer and barrier phase of iteration `__ic`, worked out at its top (fewer values
+        // carried round the loop).
+        let bufs = depth_u + 1;
+        let next_in = in_loop_range(&quote!(__nx));
         let next = quote! {
+            let #buf: u32 = (#ic as u32) % #bufs;
+            let #ph: u32 = ((#ic as u32) / #bufs) & 1;
             if __tid == 0 {
                 if let Some(__nx) = (#depth_i as #t).checked_mul(__step).and_then(|__s| __i.checked_add(__s)) {
-                    if (__step > 0 && __nx < __end) || (__step < 0 && __nx > __end) {
+                    if #next_in {
                         #next_issue
                     }
                 }
             }
-        };
-        // The buffer and barrier phase of iteration `__ic`, worked out at its top (fewer values
-        // carried round the loop).
-        let bufs = depth_u + 1;
-        let top = quote! {
-            let #buf: u32 = (#ic as u32) % #bufs;
-            let #ph: u32 = ((#ic as u32) / #bufs) & 1;
         };
         let advance = quote!(#ic += 1;);
         // Every copy issued was waited for (one per iteration); the barriers' words go back to
@@ -212,7 +211,7 @@ impl DevGen<'_> {
                 #d::bar_sync();
             }
         };
-        Some(AheadTma { pre, flag, first, top, next, waits, advance, after })
+        Some(AheadTma { pre, flag, first, next, waits, advance, after })
     }
 
     /// The fix-up of operand `op`'s masked elements in the buffer `buf` names, after its copy
@@ -232,10 +231,11 @@ impl DevGen<'_> {
             Staging::Cols => Tile::of(o.layout, inner, rows).index(quote!(((__e % #inner) * #rows + __e / #inner))),
         };
         let (tile_off, delta) = (o.first, o.delta);
+        let next_in = in_loop_range(&quote!(__nx));
         Some(quote! {
             // The last iteration: the loop variable goes no further.
             let __lastit: bool = match __i.checked_add(__step) {
-                Some(__nx) => !((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)),
+                Some(__nx) => !#next_in,
                 None => true,
             };
             if !__nofix && (!__fixlast || __lastit) {

@@ -3460,8 +3460,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               .checked_mul(__step)
               .and_then(|__s| __i.checked_add(__s))
             {
-              if (__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end)
+              if ((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
               {
                 {
                   let __it: i32 = __ic18 + 1i32;
@@ -8979,8 +8979,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               .checked_mul(__step)
               .and_then(|__s| __i.checked_add(__s))
             {
-              if (__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end)
+              if ((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
               {
                 {
                   let __it: i32 = __ic26 + 1i32;
