@@ -6,8 +6,12 @@
 //! the CSVs.
 //!
 //! ```text
-//! bench_attention [--max-ctx N] [--out DIR]
+//! bench_attention [--max-ctx N] [--ctx N,N,...] [--no-tma] [--out DIR]
 //! ```
+//!
+//! `--ctx` times the given sequence lengths instead of the tutorial's powers of two; `--no-tma`
+//! builds no tensor maps (`Settings::tma`), so that sm_90a copies the key and value tiles with
+//! `cp.async`, to compare the two in one binary.
 //!
 //! First, every config of the kernel runs once on ragged shapes (sequence lengths 1000 and 77,
 //! causal and not, both head dimensions) and is checked against a float64 reference on every
@@ -29,7 +33,7 @@ use examples::attention::{attention_into, attn_fwd};
 use kernel_runtime::testing::{do_bench_gpu, BenchOptions};
 use kernel_runtime::{cdiv, f16, Device, LaunchError, Tensor};
 
-const USAGE: &str = "usage: bench_attention [--max-ctx N] [--out DIR]";
+const USAGE: &str = "usage: bench_attention [--max-ctx N] [--ctx N,N,...] [--no-tma] [--out DIR]";
 const BATCH: usize = 4;
 const HEADS: usize = 32;
 
@@ -153,10 +157,20 @@ fn run_point(dev: &Device, opts: &BenchOptions, n: usize, d: usize, causal: bool
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let (mut out, mut max_ctx) = (None::<PathBuf>, 16384usize);
+    let mut lengths: Vec<usize> = vec![1024, 2048, 4096, 8192, 16384];
     while let Some(a) = args.next() {
         match a.as_str() {
             "--out" => out = Some(args.next().map(PathBuf::from).ok_or_else(|| anyhow::anyhow!(USAGE))?),
             "--max-ctx" => max_ctx = args.next().and_then(|s| s.parse().ok()).ok_or_else(|| anyhow::anyhow!(USAGE))?,
+            "--ctx" => {
+                let list = args.next().ok_or_else(|| anyhow::anyhow!(USAGE))?;
+                lengths = list.split(',').map(|n| n.trim().parse::<usize>().ok().filter(|n| *n > 0)).collect::<Option<_>>().ok_or_else(|| anyhow::anyhow!("--ctx takes positive sequence lengths, like 1536,3000; {USAGE}"))?;
+            }
+            "--no-tma" => {
+                let mut settings = kernel_runtime::Settings::from_env();
+                settings.tma = false;
+                settings.install().map_err(|e| anyhow::anyhow!("--no-tma: {e}"))?;
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -178,7 +192,7 @@ fn main() -> Result<()> {
     let mut points = Vec::new();
     for d in [64, 128] {
         for causal in [false, true] {
-            for n in [1024, 2048, 4096, 8192, 16384].into_iter().filter(|n| *n <= max_ctx) {
+            for n in lengths.iter().copied().filter(|n| *n <= max_ctx) {
                 let p = run_point(&dev, &opts, n, d, causal)?;
                 println!("attention d {:3} causal {:5} n {:5}: {:8.3} ms {:7.1} TFLOPS", p.d, p.causal, p.n, p.ms, p.tflops);
                 points.push(p);
