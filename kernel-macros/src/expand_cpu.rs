@@ -241,6 +241,11 @@ impl<'a> CpuGen<'a> {
                     Val { ts: quote!(#rt::cpu::map2(#p, #o, #rt::cpu::ptr_add)), place: false, scalar: false }
                 }
             }
+            // A pointer's address (the check of a `multiple_of` hint).
+            ExprKind::Cast(x) if matches!(k.exprs[*x].ty.elem, Elem::Ptr(_)) => {
+                let p = self.expr(*x).ts;
+                Val { ts: quote!(__ctx.address(#p)), place: false, scalar: true }
+            }
             ExprKind::Cast(x) => {
                 let from = self.elem_ty(&k.exprs[*x].ty);
                 let to = self.elem_ty(ty);
@@ -544,7 +549,7 @@ impl<'a> CpuGen<'a> {
                     quote!(loop { #pre if !#c { break; } #body })
                 }
                 Stmt::Return => quote!(return Ok(());),
-                Stmt::Assert { cond, message, text, operands, span } => self.assert(*cond, message, text, operands, *span),
+                Stmt::Assert { cond, message, text, operands, span, .. } => self.assert(*cond, message, text, operands, *span),
                 Stmt::Print { prefix, values, .. } => {
                     let vals = values.iter().map(|v| {
                         let b = self.as_blk(self.expr(*v));

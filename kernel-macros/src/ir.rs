@@ -659,7 +659,14 @@ pub enum Stmt {
     /// with its source text), whose values at that element the report gives; they read what the
     /// comparison reads (`cond`'s operands are the same locals or copies of the same leaves) and
     /// broadcast to `cond`'s shape.
-    Assert { cond: ExprId, message: String, text: String, operands: Vec<(String, ExprId)>, span: Sp },
+    ///
+    /// `hint`: the check of a `multiple_of(x, n)` hint (the local, `n`: a compile-time integer
+    /// expression): `cond` is `x % n == 0` (for
+    /// a pointer, of its address in bytes) on the local just bound to `x`; where it fails the
+    /// program stops (after the report) instead of going on, so the code that follows may rely
+    /// on it. Kept by `#[kernel(asserts = false)]`, and left out of the device code where the
+    /// code generator proves it.
+    Assert { cond: ExprId, message: String, text: String, operands: Vec<(String, ExprId)>, span: Sp, hint: Option<(LocalId, ExprId)> },
     /// `device_print("prefix", values...)`: prints the prefix and the values with the program
     /// id, one line per element of the values (all of one shape: the front end broadcasts them),
     /// or one line per program when they are scalars.
@@ -902,8 +909,8 @@ impl Kernel {
                     writeln!(f, "{pad}}}")?;
                 }
                 Stmt::Return => writeln!(f, "{pad}return")?,
-                Stmt::Assert { cond, message, operands, .. } => {
-                    write!(f, "{pad}device_assert(")?;
+                Stmt::Assert { cond, message, operands, hint, .. } => {
+                    write!(f, "{pad}{}(", if hint.is_some() { "hint_check" } else { "device_assert" })?;
                     self.fmt_expr(*cond, f)?;
                     write!(f, ", {message:?})")?;
                     for (text, e) in operands {

@@ -205,10 +205,11 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     out
 }
 
-/// `stmts` without their `device_assert`s (`#[kernel(asserts = false)]`: checked, not run).
+/// `stmts` without their `device_assert`s (`#[kernel(asserts = false)]`: checked, not run);
+/// the checks of hints stay.
 fn without_asserts(stmts: &mut Vec<crate::ir::Stmt>) {
     use crate::ir::Stmt;
-    stmts.retain(|s| !matches!(s, Stmt::Assert { .. }));
+    stmts.retain(|s| !matches!(s, Stmt::Assert { hint: None, .. }));
     for s in stmts {
         match s {
             Stmt::For { body, .. } => without_asserts(body),

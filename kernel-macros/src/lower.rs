@@ -12,6 +12,7 @@ use crate::signature::{dtype_of_type, path_last, single_type_arg, Signature};
 use std::collections::HashMap;
 
 mod debug;
+mod hint;
 
 /// Everything a variant's lowering reads besides the body.
 pub struct LowerCtx<'a> {
@@ -1450,23 +1451,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let op = if name.starts_with("min") { BinOp::Min } else { BinOp::Max };
                 self.binary(op, a, b, span)
             }
-            "multiple_of" | "max_contiguous" | "max_constancy" => {
-                if !arity(self, n == 2, &format!("{name}(x, n)` or `{name}(x, [n0, n1])")) {
-                    return self.poison(span);
-                }
-                let x = self.lower_expr(args[0]);
-                let t = self.ty(x);
-                if !t.is_error() && !t.dtype().is_some_and(|d| d.is_int()) {
-                    return self.err(args[0].sp(), format!("`{name}` describes integer offsets, found {t}"));
-                }
-                if !hint_values_ok(args[1], t.shape.len().max(1)) {
-                    let rank = t.shape.len().max(1);
-                    return self.err(args[1].sp(), format!("the hint of `{name}` is a positive integer literal, or a list of {rank} of them (one per axis)"));
-                }
-                // A promise about the values that the code generator does not use yet: the
-                // value itself.
-                x
-            }
+            "multiple_of" | "max_contiguous" | "max_constancy" => self.lower_hint(&name, &args, span),
             "div_rn" => {
                 if !arity(self, n == 2, "div_rn(x, y)") {
                     return self.poison(span);

@@ -157,9 +157,31 @@
 //!
 //! `multiple_of(offs, 16)`, `max_contiguous(offs, 64)` and `max_constancy(offs, 8)` (also with a
 //! list, one value per axis: `multiple_of(x, [16, 1])`) are accepted as in Triton and give
-//! their first argument: ported code compiles unchanged. The code generator does not use them:
-//! it finds contiguity itself and checks pointer alignment at run time (a pointer argument's
-//! alignment is not known when the kernel is compiled).
+//! their first argument: ported code compiles unchanged.
+//!
+//! **`multiple_of` on a scalar** — an integer (`multiple_of(stride, 8)`, `multiple_of(start,
+//! BLOCK)`) or a pointer (`multiple_of(x_ptr, 16)`: its address in bytes) — is a promise the
+//! GPU code relies on. The divisor is a positive integer known at compile time (a literal, a
+//! meta-parameter or arithmetic on them). The code generator knows, when the kernel is
+//! compiled, a power of two that each integer and pointer value is a multiple of (from
+//! literals, meta-parameters, `arange` starts, `+ - * <<`, loop variables and these hints), and
+//! leaves out the run-time alignment tests that settles: with the row pointer, the stride and
+//! the row length hinted, a row kernel's memory phases run their clean copy (one 16-byte access
+//! per chunk, no mask in the element code) without testing the alignment of the row or the
+//! length of the kept prefix, and the copy with 4-byte pieces is not generated
+//! (`tests/src/hints.rs`). The promise is checked where it is made (one test per program, also
+//! with `#[kernel(asserts = false)]`), except where the code generator proves it (Triton's
+//! `start = multiple_of(start, BLOCK)` on a loop over `range(0, n, BLOCK)` costs nothing): where
+//! it does not hold, the program stops there and the launch fails with the `device_assert`
+//! report, whose message names the hint (`the hint `multiple_of(stride, 8)` does not hold`) and
+//! whose operand is the value (for a pointer, its address). On the CPU backend a pointer's
+//! address is its offset from the start of its tensor's storage, in bytes (the GPU's device
+//! allocations start 256-byte aligned), and every hint is checked. A check in a loop keeps that
+//! loop from being software-pipelined: state hints on values before the loop where you can.
+//!
+//! The hints on blocks change nothing: the code generator finds contiguity and constancy along
+//! a block itself (affine analysis of the offsets) and tests at run time what depends on
+//! run-time values.
 //!
 //! ## Debugging
 //!

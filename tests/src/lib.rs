@@ -5,6 +5,7 @@
 pub mod atomics;
 pub mod debug;
 pub mod eight_bit;
+pub mod hints;
 // The guide's chapters, compiled and run as doctests (`cargo test -p tests --doc`).
 #[cfg(doctest)]
 mod guide;

@@ -57,7 +57,9 @@ impl DevGen<'_> {
     /// its elements where `cond` is false (with the operands' values there); when any thread
     /// found one (a vote in one barrier), the block takes the smallest index through shared
     /// memory and the thread that owns it reports.
-    pub(super) fn gen_assert(&self, cond: ExprId, operands: &[(String, ExprId)], span: Sp) -> TokenStream {
+    /// A `hint`'s check (a scalar condition) ends the program where it fails: the code after it
+    /// relies on the hint.
+    pub(super) fn gen_assert(&self, cond: ExprId, operands: &[(String, ExprId)], span: Sp, hint: bool) -> TokenStream {
         let d = &self.d;
         let (line, column) = (quote_spanned!(span.start=> ::core::line!()), quote_spanned!(span.start=> ::core::column!()));
         let scalar = self.shapes[cond].is_empty();
@@ -78,6 +80,18 @@ impl DevGen<'_> {
             bits.resize(2, quote!(0u64));
             quote!([#(#bits),*])
         };
+        if hint {
+            let (c, vals) = (self.ev(cond, &At::Own), values(self));
+            return quote! {
+                if !(#c) {
+                    if __tid == 0 {
+                        let (__af, __av): (u32, [u64; 2]) = (0, #vals);
+                        #report
+                    }
+                    return;
+                }
+            };
+        }
         if scalar {
             let (c, vals) = (self.ev(cond, &At::Own), values(self));
             return quote! {

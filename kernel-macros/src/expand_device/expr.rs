@@ -266,6 +266,11 @@ impl DevGen<'_> {
                 let (vp, vo) = (self.operand(id, *p, at), self.operand(id, *o, at));
                 quote!(#d::ptr_add(#vp, #vo))
             }
+            // A pointer's address (the check of a `multiple_of` hint).
+            ExprKind::Cast(x) if matches!(k.exprs[*x].ty.elem, Elem::Ptr(_)) => {
+                let v = self.operand(id, *x, at);
+                quote!(((#v) as usize as i64))
+            }
             ExprKind::Cast(x) => {
                 let from = self.elem(&k.exprs[*x].ty);
                 let v = self.operand(id, *x, at);

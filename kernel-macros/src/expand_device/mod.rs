@@ -40,6 +40,7 @@ mod dot;
 mod entry;
 mod expr;
 mod fold;
+mod multiples;
 mod phase;
 mod scan;
 mod stmt;

@@ -86,7 +86,7 @@ impl DevGen<'_> {
                 quote!(loop { #pre if !#c { break; } #body })
             }
             Stmt::Return => quote!(return;),
-            Stmt::Assert { cond, operands, span, .. } => self.gen_assert(*cond, operands, *span),
+            Stmt::Assert { cond, operands, span, hint, .. } => self.gen_assert(*cond, operands, *span, hint.is_some()),
             Stmt::Print { prefix, values, .. } => self.gen_print(prefix, values),
             Stmt::Barrier => {
                 let d = &self.d;

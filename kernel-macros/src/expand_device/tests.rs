@@ -1169,3 +1169,55 @@ fn faults_are_recorded_where_checked_without_calls() {
     assert!(out.contains("in_bounds (") && out.contains("__fault , __tag"), "element checks record into the launch's record");
     assert!(!out.contains("report_fault"), "no out-of-line reporter is called");
 }
+
+/// The analysis of multiples (`multiples.rs`): what literals, meta-parameters, loops and
+/// `multiple_of` hints say of each local, and the checks of hints it proves, which the device
+/// code leaves out (a hint it cannot prove keeps its check).
+#[test]
+fn multiples_follow_hints_loops_and_arithmetic() {
+    let src = "fn k<const B: i32>(x: Ptr<f16>, out: Ptr<f32>, n: i32, stride: i32) {
+        let xh = multiple_of(x, 16);
+        let sh = multiple_of(stride, 8);
+        let row = program_id(0);
+        let at = xh + row * sh;
+        let plain = x + row * stride;
+        let twice = (row * 4 + 8) << 2;
+        let mut acc = zeros::<f32>([B]);
+        for start in range(0, n, B) {
+            let s1 = multiple_of(start, B);
+            let s2 = multiple_of(start, 2 * B);
+            let cols = s1 + s2 + arange(0, B);
+            acc += load(at + cols, cols < n, 0.0).to::<f32>();
+        }
+        store(out + twice, acc.sum(0));
+    }";
+    let (_, inst) = expand("B = [64], num_warps = 4", src);
+    let (k, vals, ..) = &inst[0];
+    let m = multiples::Multiples::of(k, vals);
+    let of = |name: &str| {
+        let l = k.locals.iter().rposition(|x| x.name == name).unwrap_or_else(|| panic!("no local {name}"));
+        m.local(l)
+    };
+    // Pointers in bytes: the hinted pointer plus an f16 row offset that is a multiple of 8
+    // elements is 16-byte aligned; without hints nothing is known.
+    assert_eq!((of("xh"), of("sh"), of("at"), of("plain"), of("row")), (16, 8, 16, 1, 1));
+    // (4 row + 8) << 2: a multiple of 16; the loop variable starts at 0 and steps by B.
+    assert_eq!((of("twice"), of("start"), of("s1"), of("s2"), of("cols")), (16, 64, 64, 128, 64));
+    // Checks: the two scalar hints and `s2` (2 B is not proven) stay; `s1` is proven.
+    let checks = |k: &Kernel| {
+        fn walk(stmts: &[Stmt], out: &mut Vec<String>, k: &Kernel) {
+            for s in stmts {
+                if let Stmt::Assert { hint: Some((l, _)), .. } = s {
+                    out.push(k.locals[*l].name.clone());
+                }
+                s.bodies().into_iter().for_each(|b| walk(b, out, k));
+            }
+        }
+        let mut out = Vec::new();
+        walk(&k.body, &mut out, k);
+        out.len()
+    };
+    let mut pruned = k.clone();
+    multiples::drop_proven_hints(&mut pruned, vals);
+    assert_eq!((checks(k), checks(&pruned)), (4, 3));
+}

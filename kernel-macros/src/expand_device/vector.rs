@@ -10,7 +10,7 @@ use super::*;
 
 /// The alignment in bytes a chunk's address needs for `load_vec_any` and `store_vec_any` (4-byte
 /// pieces where it is not aligned to the whole chunk).
-const PIECES_ALIGN: usize = 4;
+pub(super) const PIECES_ALIGN: usize = 4;
 
 /// [`PIECES_ALIGN`] as a literal for generated code.
 pub(super) fn pieces_align() -> proc_macro2::Literal {
@@ -275,7 +275,7 @@ impl<'k> DevGen<'k> {
             if let Some(w) = self.whole_block_test(*l, ptr, mask, numel, v, elem_size(&k.exprs[*l].ty.elem)) {
                 tests.whole.push(w.test);
                 if let Some(c) = tests.clean.as_mut() {
-                    c.push(w.clean);
+                    c.extend(w.clean);
                 }
                 continue;
             }
@@ -293,7 +293,7 @@ impl<'k> DevGen<'k> {
             Some(AccessTest::Whole(w)) => {
                 tests.whole.push(w.test.clone());
                 if let Some(c) = tests.clean.as_mut() {
-                    c.push(w.clean.clone());
+                    c.extend(w.clean.clone());
                 }
             }
             Some(AccessTest::Chunk(t)) => tests.per_chunk.push(t.clone()),
@@ -349,6 +349,8 @@ impl<'k> DevGen<'k> {
     #[allow(clippy::too_many_arguments)]
     fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &SplitTest, codes: (TokenStream, Option<(Vec<TokenStream>, TokenStream)>), slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
         let code = match codes {
+            // Every test of the clean copy proven (`multiple_of` hints, `whole.rs`).
+            (_, Some((tests, clean))) if tests.is_empty() => clean,
             (code, Some((tests, clean))) => quote! {
                 if true #(&& #tests)* {
                     #clean

@@ -10,6 +10,10 @@
 use super::chunks::Along;
 use super::*;
 
+/// The two sides of a prefix mask and whether it keeps the element where they are equal (see
+/// [`DevGen::prefix_bounds`]).
+type PrefixBounds = (ExprId, ExprId, bool);
+
 /// A split phase's test, in two parts: tests of the whole block (`whole`, the same in every
 /// thread) and tests of the chunk at `__f0` (`per_chunk`, run for each chunk of the thread);
 /// and, when every access is tested for the whole block, the test that its chunks are also all
@@ -26,7 +30,9 @@ pub(super) struct SplitTest {
 /// mask's edge: the element code need not apply the mask).
 pub(super) struct WholeTest {
     pub(super) test: TokenStream,
-    pub(super) clean: TokenStream,
+    /// `None` where the analysis of multiples ([`super::multiples`]) proves it: the prefix a
+    /// multiple of the chunk and the first pointer aligned to it.
+    pub(super) clean: Option<TokenStream>,
 }
 
 impl DevGen<'_> {
@@ -46,23 +52,34 @@ impl DevGen<'_> {
         let moves = self.child_moves(parent, ptr, true);
         let at0 = self.sub_at(parent, ptr, &At::Flat(quote!(0usize)));
         let step = self.col_step(ptr, moves, &at0)?;
-        let prefix = match mask {
-            None => quote!(#numel),
-            Some(m) => self.prefix_kept(parent, m, numel)?,
+        let (prefix, prefix_multiple) = match mask {
+            None => (quote!(#numel), numel as u64),
+            Some(m) => {
+                let bounds = self.prefix_bounds(parent, m)?;
+                (self.prefix_kept(parent, bounds, numel), self.prefix_multiple(bounds))
+            }
         };
         let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
         let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
         let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
+        // Alignment the analysis of multiples proves is not tested.
+        let p0_multiple = self.multiples.at0(ptr);
         let align = super::vector::pieces_align();
+        let align_test = (p0_multiple % super::vector::PIECES_ALIGN as u64 != 0).then(|| quote!(&& (__p0 as usize) % #align == 0));
         let chunk_align = (v * size).min(16);
-        let clean = quote!(((#prefix) % #v == 0 && ((#p0) as usize) % #chunk_align == 0));
+        let clean_prefix = (prefix_multiple % v as u64 != 0).then(|| quote!((#prefix) % #v == 0));
+        let clean_p0 = (p0_multiple % chunk_align as u64 != 0).then(|| quote!(((#p0) as usize) % #chunk_align == 0));
+        let clean = match (clean_prefix, clean_p0) {
+            (Some(a), Some(b)) => Some(quote!((#a && #b))),
+            (a, b) => a.or(b).map(|t| quote!((#t))),
+        };
         let test = quote!({
             let __e: usize = #prefix;
             let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, #numel);
             __eu == 0 || {
                 let __p0 = #p0;
                 (#step) == 1i64
-                    && (__p0 as usize) % #align == 0
+                    #align_test
                     && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
                     && #fits
             }
@@ -70,14 +87,21 @@ impl DevGen<'_> {
         Some(WholeTest { test, clean })
     }
 
-    /// For a mask `m` of the one-dimensional block `parent` of `numel` elements that keeps a
-    /// prefix of it, an expression of that prefix's length (a `usize` in `0..=numel`): `m` is
-    /// (through pure locals) `a < b`, `a <= b`, `b > a` or `b >= a`, with `a` a signed integer
-    /// block increasing by one along the block and `b` constant along it, so the prefix is where
-    /// `a` is below `b` (or not above). Should `a` pass its type's maximum over the block (it
-    /// wraps, and the kept elements need not be a prefix) the length is `numel`: the caller then
-    /// tests the whole block.
-    fn prefix_kept(&self, parent: ExprId, m: ExprId, numel: usize) -> Option<TokenStream> {
+    /// A power of two that the length of the prefix kept by a mask with `bounds` (see
+    /// [`Self::prefix_bounds`]) is a multiple of: `b - a` at element 0, clamped to the block's
+    /// length (a multiple of the chunk), when the comparison is strict.
+    fn prefix_multiple(&self, (a, b, inclusive): PrefixBounds) -> u64 {
+        if inclusive {
+            1
+        } else {
+            self.multiples.at0(a).min(self.multiples.at0(b))
+        }
+    }
+
+    /// For a mask `m` of the one-dimensional block `parent` that keeps a prefix of it, `(a, b,
+    /// inclusive)`: `m` is (through pure locals) `a < b`, `a <= b`, `b > a` or `b >= a`, with `a`
+    /// a signed integer block increasing by one along the block and `b` constant along it.
+    fn prefix_bounds(&self, parent: ExprId, m: ExprId) -> Option<PrefixBounds> {
         let k = self.k;
         let m = self.through_pure(m);
         let ExprKind::Binary(op, x, y) = k.exprs[m].kind else { return None };
@@ -93,21 +117,30 @@ impl DevGen<'_> {
         if along(a) != Along::Inc1 || along(b) != Along::Const || !matches!(dtype, Some(DType::I32 | DType::I64)) || k.exprs[b].ty.dtype() != dtype {
             return None;
         }
-        let max = match dtype {
+        Some((a, b, inclusive))
+    }
+
+    /// For a mask of the one-dimensional block `parent` of `numel` elements that keeps a prefix
+    /// of it (`bounds`, see [`Self::prefix_bounds`]), an expression of that prefix's length (a
+    /// `usize` in `0..=numel`): where `a` is below `b` (or not above). Should `a` pass its type's maximum over the block (it
+    /// wraps, and the kept elements need not be a prefix) the length is `numel`: the caller then
+    /// tests the whole block.
+    fn prefix_kept(&self, parent: ExprId, (a, b, inclusive): PrefixBounds, numel: usize) -> TokenStream {
+        let max = match self.k.exprs[a].ty.dtype() {
             Some(DType::I32) => quote!(i32::MAX as i64),
             _ => quote!(i64::MAX),
         };
         let a0 = self.operand(parent, a, &At::Flat(quote!(0usize)));
         let b0 = self.operand(parent, b, &At::Flat(quote!(0usize)));
         let (extra, span) = (inclusive as i64, numel as i64 - 1);
-        Some(quote!({
+        quote!({
             let (__a0, __b0): (i64, i64) = ((#a0) as i64, (#b0) as i64);
             if __a0.checked_add(#span).is_none_or(|__z| __z > #max) {
                 #numel
             } else {
                 __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, #numel as i64) as usize
             }
-        }))
+        })
     }
 
     /// `e` seen through the pure and inline locals that name it.

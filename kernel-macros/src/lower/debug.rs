@@ -25,7 +25,7 @@ pub(super) fn is_debug_builtin(name: &str) -> bool {
 
 /// A value computed at compile time by `static_assert` and `static_print`.
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum ConstVal {
+pub(super) enum ConstVal {
     Int(i64),
     Bool(bool),
 }
@@ -50,7 +50,7 @@ impl std::fmt::Display for ConstVal {
 }
 
 /// Why an expression has no compile-time value in an instance.
-enum ConstErr {
+pub(super) enum ConstErr {
     /// It is not a compile-time expression (whatever the instance): the error, at the span of
     /// the offending part.
     NotConst(Sp, String),
@@ -110,7 +110,7 @@ impl Lowerer<'_, '_> {
             return;
         }
         let operands = self.assert_operands(cond, args[0]);
-        self.emit(Stmt::Assert { cond, message, text: expr_text(args[0]), operands, span });
+        self.emit(Stmt::Assert { cond, message, text: expr_text(args[0]), operands, span, hint: None });
     }
 
     /// The two sides of a comparison `cond` (written `e`), with their source text, for the
@@ -286,7 +286,7 @@ impl Lowerer<'_, '_> {
 
     /// The declared instances (meta values and description) that reach the statement being
     /// lowered: those where every enclosing `if` on meta-parameters takes this branch.
-    fn static_instances(&self) -> Vec<(HashMap<String, i64>, String)> {
+    pub(super) fn static_instances(&self) -> Vec<(HashMap<String, i64>, String)> {
         self.cx
             .concrete
             .iter()
@@ -301,7 +301,7 @@ impl Lowerer<'_, '_> {
     }
 
     /// The value of the compile-time expression `e` with the meta values `vals`.
-    fn const_eval(&self, e: &syn::Expr, vals: &HashMap<String, i64>) -> Result<ConstVal, ConstErr> {
+    pub(super) fn const_eval(&self, e: &syn::Expr, vals: &HashMap<String, i64>) -> Result<ConstVal, ConstErr> {
         let not_const = |sp: Sp, what: String| Err(ConstErr::NotConst(sp, format!("{what}: `static_assert` and `static_print` are evaluated at compile time, from {CONST_FORMS}")));
         match strip_parens(e) {
             syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<i64>() {

@@ -82,6 +82,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The address of `p` in bytes, as a `multiple_of` hint on a pointer describes it: its
+    /// element offset from the start of its argument's storage (the tensor's storage offset
+    /// plus `p.off`) times the element size — the address it has on the GPU relative to the
+    /// storage's start, which device allocations align to 256 bytes. An unknown argument has
+    /// address 0 (a load or store through it is an error).
+    ///
+    /// ```
+    /// use kernel_runtime::__private::cpu::{Ctx, P};
+    /// let ctx = Ctx::new("k", [0, 0, 0], [1, 1, 1], &[]);
+    /// assert_eq!(ctx.address(P { buf: 0, off: 3 }), 0);
+    /// ```
+    pub fn address(&self, p: P) -> i64 {
+        match self.args.get(p.buf as usize) {
+            Some(arg) => (arg.offset as i64).wrapping_add(p.off).wrapping_mul(arg.kind.size_bytes() as i64),
+            None => 0,
+        }
+    }
+
     /// The kernel's name.
     ///
     /// ```

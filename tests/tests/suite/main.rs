@@ -9,6 +9,7 @@ mod batched_matmul;
 mod cpu_errors;
 mod debug;
 mod eight_bit;
+mod hints;
 mod guide;
 mod kernels;
 mod language;

@@ -186,6 +186,8 @@ pub(crate) struct DevicePlan<'a> {
     pub(crate) split_loop: Option<SplitLoop>,
     /// That loop, in the entry of split launches (whose body splits it); `None` in plain entries.
     pub(crate) split: Option<SplitLoop>,
+    /// The divisibility known of integer and pointer values (`multiple_of` hints among it).
+    pub(crate) multiples: super::multiples::Multiples<'a>,
 }
 
 /// The plan of the body of `inst`'s entry that runs on `target`.
@@ -223,6 +225,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         tail_loop: None,
         split_loop: None,
         split: None,
+        multiples: super::multiples::Multiples::of(k, vals),
     };
     p.rows_per_warp = has_dot && k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Reduce { x, axis: 1, .. } if p.shapes[x].len() == 2));
     p.max_vec = if k.exprs.iter().any(|e| !e.ty.shape.is_empty() && matches!(e.ty.elem, Elem::Ptr(d) if elem_size(&Elem::Val(d)) <= 2)) { 8 } else { 4 };

@@ -58,11 +58,10 @@ pub unsafe extern "ptx-kernel" fn warps_list__c0__B_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 4usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            __p_x,
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 16usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          __p_x,
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 16usize == 0)
       {
         let mut __ld1_all: [[f32; 4usize]; 1usize] = unsafe {
           ::core::mem::zeroed()
@@ -458,11 +457,10 @@ pub unsafe extern "ptx-kernel" fn warps_list__c0__B_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 4usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 16usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          __p_out,
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 16usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           1usize,

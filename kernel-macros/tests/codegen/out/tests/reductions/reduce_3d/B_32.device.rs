@@ -58,11 +58,10 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     };
     if __vfast {
       if true
-        && ((1024usize) % 8usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            __p_x,
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 16usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          __p_x,
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 16usize == 0)
       {
         let mut __ld1_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
           ::core::mem::zeroed()
@@ -800,11 +799,10 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     };
     if __vfast {
       if true
-        && ((256usize) % 2usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 8usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 8usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           1usize,

@@ -844,16 +844,13 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 4usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                8i64,
-              ),
-            ),
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 16usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_out,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+          ),
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 16usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           2usize,
@@ -1815,11 +1812,10 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 4usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            __p_xo,
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 16usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          __p_xo,
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 16usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           2usize,

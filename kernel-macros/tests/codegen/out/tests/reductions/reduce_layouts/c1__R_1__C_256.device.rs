@@ -408,16 +408,13 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_1__C_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 2usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            ),
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 8usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_out,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(1i64),
+          ),
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 8usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           1usize,
@@ -1105,11 +1102,10 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_1__C_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 2usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            __p_xo,
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 8usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          __p_xo,
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 8usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           1usize,

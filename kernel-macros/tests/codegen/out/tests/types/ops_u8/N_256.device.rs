@@ -3631,11 +3631,10 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     };
     if __vfast {
       if true
-        && ((256usize) % 2usize == 0
-          && ((::kernel_std::__private::device::ptr_add(
-            __p_cs,
-            (0i32).wrapping_add((0usize) as i32),
-          )) as usize) % 8usize == 0)
+        && (((::kernel_std::__private::device::ptr_add(
+          __p_cs,
+          (0i32).wrapping_add((0usize) as i32),
+        )) as usize) % 8usize == 0)
       {
         ::kernel_std::__private::device::unroll::<
           1usize,
