@@ -16,7 +16,7 @@ pub fn limit_registers(ptx: &str, limits: &[(String, u32)]) -> String {
     while let Some(line) = lines.next() {
         out.push_str(line);
         out.push('\n');
-        if let Some(name) = entry_name(line) {
+        if let Some((name, _)) = kernel_formats::ptx::next_entry(line) {
             pending = limits.iter().find(|(n, _)| n == name).map(|(_, r)| *r);
         }
         // The parameter list closes on the entry's line (no parameters) or on a line of its own
@@ -32,14 +32,6 @@ pub fn limit_registers(ptx: &str, limits: &[(String, u32)]) -> String {
         out.pop();
     }
     out
-}
-
-/// The entry a PTX line declares (`.visible .entry name(` or `.entry name(`).
-fn entry_name(line: &str) -> Option<&str> {
-    let at = line.find(".entry ")?;
-    let rest = &line[at + ".entry ".len()..];
-    let end = rest.find(|c: char| c == '(' || c.is_whitespace()).unwrap_or(rest.len());
-    Some(&rest[..end])
 }
 
 #[cfg(test)]

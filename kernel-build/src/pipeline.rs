@@ -472,14 +472,12 @@ struct PtxParam {
 fn parse_entries(ptx: &str) -> Vec<PtxEntry> {
     let mut entries = Vec::new();
     let mut rest = ptx;
-    while let Some(pos) = rest.find(".entry ") {
-        rest = &rest[pos + ".entry ".len()..];
-        let Some(open) = rest.find('(') else { break };
-        let name = rest[..open].trim().to_string();
-        let close = rest[open..].find(')').map_or(rest.len(), |c| open + c);
-        let params = rest[open + 1..close].split(',').filter_map(|p| parse_param(p.trim())).collect();
-        entries.push(PtxEntry { name, params });
-        rest = &rest[close..];
+    while let Some((name, after)) = kernel_formats::ptx::next_entry(rest) {
+        let Some(open) = after.find('(') else { break };
+        let close = after[open..].find(')').map_or(after.len(), |c| open + c);
+        let params = after[open + 1..close].split(',').filter_map(|p| parse_param(p.trim())).collect();
+        entries.push(PtxEntry { name: name.to_string(), params });
+        rest = &after[close..];
     }
     entries
 }

@@ -8,6 +8,7 @@
 //!   PTX is the one that was validated and to load the matching cubin.
 //! - [`autotune`]: the autotuning cache (`<cache dir>/autotune/<crate>.<kernel>.json`),
 //!   written and read by `kernel-runtime`.
+//! - [`ptx`]: the entry declarations of PTX text, which the device build and the runtime read.
 //!
 //! Both are JSON. Fields this version does not know are ignored when reading, so a newer
 //! writer's additions do not make a file unreadable; a missing required field or a value of
@@ -23,6 +24,7 @@
 
 pub mod autotune;
 pub mod manifest;
+pub mod ptx;
 
 /// The `--cfg` name with which a device build keeps only the entries of the kernels it names:
 /// `--cfg kernel_only` and `--cfg kernel_only="matmul_kernel"`, once per kernel (`cargo xtask

@@ -302,14 +302,7 @@ fn read_source(source: &PtxSource, jit_ptx: bool) -> std::io::Result<SourceBytes
 /// runs, else the PTX, with the JIT compiler's error log on failure.
 /// The names of the entries (`.entry <name>(`) a PTX text defines.
 fn entry_names(ptx: &[u8]) -> HashSet<String> {
-    let text = String::from_utf8_lossy(ptx);
-    text.match_indices(".entry ")
-        .filter_map(|(at, key)| {
-            let rest = &text[at + key.len()..];
-            let name = rest[..rest.find(|c: char| c == '(' || c.is_whitespace()).unwrap_or(rest.len())].trim();
-            (!name.is_empty()).then(|| name.to_string())
-        })
-        .collect()
+    kernel_formats::ptx::entry_names(&String::from_utf8_lossy(ptx)).map(str::to_string).collect()
 }
 
 fn load_module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Result<LoadedModule, LaunchError> {
