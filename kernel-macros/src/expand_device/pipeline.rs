@@ -8,7 +8,7 @@ mod ahead;
 mod operand;
 mod tma;
 pub(super) use ahead::{AheadOperand, AheadTma};
-use plan::smem::PipeTiles;
+use plan::smem::{PipeTiles, PtrSum};
 use tma::{TmaCtx, TmaOperand};
 
 /// The buffer behind a scalar base pointer `p` of an operand (`p + offsets`): `p` is a pointer
@@ -123,6 +123,20 @@ impl DevGen<'_> {
         let (pv, root, e) = (self.ev(p, &At::Own), param_ident(&k.params[param].name), dev_dtype(dt));
         let offset = quote!((((#pv as usize).wrapping_sub(#root as usize)) as i64) / (::core::mem::size_of::<#e>() as i64));
         Some(ScalarBase { len, offset })
+    }
+
+    /// The offsets of the pointer block `ptr` from its scalar pointer (`sum`, see
+    /// [`PtrSum`]) at position `at` of `ptr`, as an `i64`: each offsets block
+    /// evaluated in its own type, as the kernel computes it, widened, and the blocks summed
+    /// (wrapping, as addresses do), which is exactly where the kernel's pointer arithmetic puts
+    /// the element. For one block, its value widened.
+    fn offsets_at(&self, ptr: ExprId, sum: &PtrSum, at: &At) -> TokenStream {
+        let d = &self.d;
+        let parts = sum.offs.iter().map(|&o| {
+            let (t, v) = (self.elem(&self.k.exprs[o].ty), self.operand(ptr, o, at));
+            quote!(#d::cast::<#t, i64>(#v))
+        });
+        parts.reduce(|acc, p| quote!((#acc).wrapping_add(#p))).expect("a pointer sum has an offsets block")
     }
 
     /// The pipelined code of a `for` loop, or `None` when the plan runs the loop as written.

@@ -292,6 +292,63 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     assert!(tma.is_empty());
 }
 
+/// Pointers advanced by one term after another, as Triton's tutorials write them (`a_ptr +
+/// rows * s + cols` is `(a_ptr + rows * s) + cols`), are a scalar pointer plus offsets blocks
+/// (`ptr_sum`); their sum's row and column terms give the K loop the maps of the parenthesised
+/// form, whatever the order of the terms and wherever a scalar (a batch) is added.
+#[test]
+fn nested_pointer_operands_take_tensor_maps_in_k_loops() {
+    let strided = |a: &str, b: &str| {
+        matmul(3, 32, "")
+            .replace("M: i32, N: i32, K: i32)", "M: i32, N: i32, K: i32, sam: i32, sak: i32)")
+            .replace("a_ptr + (offs_m.as_col() * K + offs_k.as_row())", a)
+            .replace("b_ptr + (offs_k.as_col() * N + offs_n.as_row())", b)
+    };
+    let b = "b_ptr + (offs_k.as_col() * N + offs_n.as_row())";
+    let (_, want) = tma_of(&strided("a_ptr + (offs_m.as_col() * sam + offs_k.as_row() * sak)", b));
+    assert_eq!(want.len(), 3, "{want:?}");
+    for (a, b) in [
+        ("a_ptr + offs_m.as_col() * sam + offs_k.as_row() * sak", b),
+        ("a_ptr + offs_k.as_row() * sak + offs_m.as_col() * sam", "b_ptr + offs_n.as_row() + offs_k.as_col() * N"),
+        ("a_ptr + program_id(2) * M * sam + offs_m.as_col() * sam + offs_k.as_row() * sak", "b_ptr + offs_n.as_row() + program_id(2) * K * N + offs_k.as_col() * N"),
+    ] {
+        let (out, tma) = tma_of(&strided(a, b));
+        assert_eq!(tma, want, "{a}; {b}");
+        assert!(out.contains("tma_load_2d"), "{a}; {b}");
+    }
+    // The nested form's checks add the blocks, each evaluated in its own type, in `i64`.
+    let (out, _) = tma_of(&strided("a_ptr + offs_m.as_col() * sam + offs_k.as_row() * sak", b));
+    assert!(out.contains("let __tO : i64 = (:: kernel_std :: __private :: device :: cast :: < i32 , i64 > ("), "{out}");
+    // The plan's view of A's pointer block: the parameter, then the two blocks.
+    let plan_for = |src: &str| {
+        let (_, inst) = expand("", src);
+        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
+        let k: &'static Kernel = Box::leak(Box::new(k));
+        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+        plan_of(k, vals, warps, stages, Target::Sm90a)
+    };
+    let p = plan_for(&strided("a_ptr + offs_m.as_col() * sam + offs_k.as_row() * sak", b));
+    let k = p.k;
+    let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
+    let sum = p.ptr_sum(pp.ops[0].base).expect("a pointer sum");
+    assert!(matches!(k.exprs[sum.base].kind, ExprKind::Param(0)) && sum.offs.len() == 2);
+    let (rows, cols) = p.tma_terms(&sum).expect("a row and a column term");
+    assert_eq!((rows.stride, rows.of, cols.stride, cols.of), (Some(6), 0, Some(7), 1));
+
+    // No maps (the loop still pipelined) for a block that is neither a row nor a column term,
+    // for two column terms, or for offsets that are no 32- or 64-bit integers.
+    for a in [
+        "a_ptr + offs_m.as_col() * sam + offs_k.as_row() + offs_m.as_col() * offs_k.as_row()",
+        "a_ptr + offs_m.as_col() * sam + offs_k.as_row() + offs_k.as_row()",
+        "a_ptr + offs_m.as_col() * sam + offs_k.as_row().to::<u32>()",
+    ] {
+        let (out, tma) = tma_of(&strided(a, b));
+        assert!(tma.is_empty() && !out.contains("tma_load_2d"), "{a}: {tma:?}");
+        let p = plan_for(&strided(a, b));
+        assert!(matches!(only_loop(&p), Schedule::Pipelined(_)), "{a}: still pipelined\n{p}");
+    }
+}
+
 /// Whether each store's pointer block of the first instance of `src` has a per-column
 /// increment (`col_step`), in program order.
 fn store_steps(src: &str) -> Vec<bool> {
@@ -708,6 +765,47 @@ fn copies_ahead_take_tensor_maps_on_sm_90a() {
     assert!(matches!(only_loop(&skew), Schedule::AsWritten { tma: None, .. }), "{skew}");
     let (_, p) = plan_for("(cols.as_row() + 1) * sk + offs_d.as_col()", Target::Sm90a);
     assert!(matches!(only_loop(&p), Schedule::AsWritten { tma: Some(_), .. }), "a scalar shift times a scalar: {p}");
+}
+
+/// Flash attention's key and value pointers written as Triton's tutorial writes them (two
+/// offsets blocks over the parameter, terms in either order) take the tensor maps of the
+/// parenthesised form; not when the scalar pointer moves with the loop variable (the boxes
+/// move with the offsets only), when a block's elements move apart, or when a block is neither
+/// a row nor a column term.
+#[test]
+fn copies_ahead_take_tensor_maps_for_nested_pointers() {
+    let plan_for = |key_ptrs: &str, value_ptrs: &str| {
+        let src = attention(4)
+            .replace("o_ptr: Ptr<f16>, n: i32)", "o_ptr: Ptr<f16>, n: i32, sk: i32, sv: i32)")
+            .replace("k_ptr + cols.as_row() * D + offs_d.as_col()", key_ptrs)
+            .replace("v_ptr + cols.as_col() * D + offs_d.as_row()", value_ptrs);
+        let (attr, body) = src.split_once('\n').unwrap();
+        let (out, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
+        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
+        let k: &'static Kernel = Box::leak(Box::new(k));
+        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+        (out, plan_of(k, vals, warps, stages, Target::Sm90a))
+    };
+    let maps = |p: &DevicePlan<'_>| match only_loop(p) {
+        Schedule::AsWritten { tma: Some(m), .. } => Some(m.maps.clone()),
+        _ => None,
+    };
+    let value = "v_ptr + offs_d.as_row() + cols.as_col() * sv";
+    let (_, paren) = plan_for("k_ptr + (cols.as_row() * sk + offs_d.as_col())", "v_ptr + (cols.as_col() * sv + offs_d.as_row())");
+    let want = maps(&paren).expect("the parenthesised form takes maps");
+    for key in ["k_ptr + cols.as_row() * sk + offs_d.as_col()", "k_ptr + offs_d.as_col() + cols.as_row() * sk"] {
+        let (out, p) = plan_for(key, value);
+        assert_eq!(maps(&p).as_ref(), Some(&want), "{key}:\n{p}");
+        assert!(out.contains("tma_load_2d") && out.contains("mbarrier_wait"), "{key}");
+    }
+    for key in [
+        "k_ptr + start_n * sk + offs_n.as_row() * sk + offs_d.as_col()",
+        "k_ptr + cols.as_row() * sk + offs_d.as_col() * start_n",
+        "k_ptr + cols.as_row() * sk + offs_d.as_col() + cols.as_row() * offs_d.as_col()",
+    ] {
+        let (_, p) = plan_for(key, value);
+        assert!(maps(&p).is_none(), "{key}:\n{p}");
+    }
 }
 
 #[test]

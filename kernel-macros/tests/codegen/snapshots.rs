@@ -73,6 +73,8 @@ const POLICIES: &[(&str, Policy)] = &[
     ("split_k", Policy { split: true, ..DEFAULT }),
     ("hopper_reader_barriers", Policy { sm_80: false, ..DEFAULT }),
     ("tma_strides", Policy { sm_80: false, ..DEFAULT }),
+    ("tma_nested_ptrs", Policy { sm_80: false, ..DEFAULT }),
+    ("ahead_nested_ptrs", Policy { sm_80: false, ..DEFAULT }),
     ("wgmma", Policy { sm_80: false, ..DEFAULT }),
     ("wgmma_n192", Policy { sm_80: false, ..DEFAULT }),
 ];

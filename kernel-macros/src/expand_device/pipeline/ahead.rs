@@ -65,11 +65,11 @@ impl DevGen<'_> {
         let coords_at = |oi: usize| bars + 8 * (depth + 1) + 16 * oi;
         let (mut keep, mut load) = (Vec::new(), Vec::new());
         for (oi, (o, op)) in ops.iter().zip(&pipe_ops).enumerate() {
-            let ExprKind::PtrAdd(p, off) = k.exprs[op.base].kind else { return None };
-            let b = self.scalar_base(p, op.base)?;
+            let sum = self.ptr_sum(op.base)?;
+            let b = self.scalar_base(sum.base, op.base)?;
             let rot = (self.threads - rows_before % self.threads) % self.threads;
             rows_before += op.numel / op.inner;
-            let ctx = self.ahead_ctx(oi, op, o, (off, b), rot, (&var_id, t));
+            let ctx = self.ahead_ctx(oi, op, o, (sum, b), rot, (&var_id, t));
             let desc = (o.staging, maps.maps[oi].clone());
             let (oper, used) = self.tma_operand(&ctx, &[desc], maps.first_map + oi, var);
             let oper = oper?;
@@ -261,15 +261,14 @@ impl DevGen<'_> {
         Some(PipeOp { x, load, base: ptr, affine: None, step: None, mask, other, numel: rows * inner, inner, transposable: false })
     }
 
-    /// What the tensor-map code of operand `oi` (`op`, staged as `o` says, at `param + off`
-    /// with buffer `b`) needs: the offset of iteration `__it` is that of element 0 with the
-    /// loop variable at the iteration's value, less the first one's (`__tO`).
-    fn ahead_ctx<'o>(&self, oi: usize, op: &'o PipeOp, o: &AheadOperand, (off, b): (ExprId, ScalarBase), rot: usize, (var_id, t): (&Ident, &TokenStream)) -> TmaCtx<'o> {
-        let (k, d) = (self.k, &self.d);
-        let ot = self.elem(&k.exprs[off].ty);
+    /// What the tensor-map code of operand `oi` (`op`, staged as `o` says, at `param +
+    /// offsets`, `sum`, with buffer `b`) needs: the offset of iteration `__it` is that of
+    /// element 0 with the loop variable at the iteration's value, less the first one's (`__tO`).
+    fn ahead_ctx<'o>(&self, oi: usize, op: &'o PipeOp, o: &AheadOperand, (sum, b): (PtrSum, ScalarBase), rot: usize, (var_id, t): (&Ident, &TokenStream)) -> TmaCtx<'o> {
+        let k = self.k;
         let e = self.elem(&k.exprs[op.x].ty);
-        let first0 = self.operand(op.base, off, &At::Flat(quote!(0usize)));
-        let off_expr = quote!(({ let #var_id: #t = ((__start as i64) + __it * (__step as i64)) as #t; #d::cast::<#ot, i64>(#first0) } - __tO));
+        let first0 = self.offsets_at(op.base, &sum, &At::Flat(quote!(0usize)));
+        let off_expr = quote!(({ let #var_id: #t = ((__start as i64) + __it * (__step as i64)) as #t; #first0 } - __tO));
         let at_i = At::Flat(quote!((__f0 + __i)));
         let m_i = op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true));
         let o_i = op.other.map(|v| self.operand(op.load, v, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default()));
@@ -285,8 +284,7 @@ impl DevGen<'_> {
         TmaCtx {
             oi,
             op,
-            o: off,
-            ot,
+            sum,
             e,
             off_expr,
             len: b.len,

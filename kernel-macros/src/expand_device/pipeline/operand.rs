@@ -136,17 +136,14 @@ impl DevGen<'_> {
         let k = self.k;
         let oc = self.operand_cx(cx, oi, op);
         let mut pre: Vec<TokenStream> = self.staging_choice(&oc).into_iter().collect();
-        // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
-        // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
-        // `MIN`, and its pointer made odd, which for bytes also lies outside the buffer) so
-        // that its address fails every alignment test (16, 8 or 4 bytes) or the bounds test,
-        // and it takes the element-wise path.
-        let split = match &k.exprs[op.base].kind {
-            ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
-            _ => None,
-        };
+        // A base `scalar_ptr + offsets` (`ptr_sum`) keeps one integer offset per chunk (one
+        // register for i32) instead of a 64-bit pointer. A chunk that is not contiguous is
+        // marked (offset `MIN`, and its pointer made odd, which for bytes also lies outside the
+        // buffer) so that its address fails every alignment test (16, 8 or 4 bytes) or the
+        // bounds test, and it takes the element-wise path.
+        let split = self.ptr_sum(op.base);
         let masks = self.chunk_masks(&oc, Staging::Rows);
-        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, &|i| At::Flat(oc.flat(i)), &oc.e, (oc.per_thread, oc.chunks));
+        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split.as_ref(), &|i| At::Flat(oc.flat(i)), &oc.e, (oc.per_thread, oc.chunks));
         pre.push(pre_bases);
         let widen = oc.widen.then(|| self.widen_chunks(&oc, &cx.smem));
         let ptr_block = match k.exprs[op.load].kind {
@@ -156,7 +153,7 @@ impl DevGen<'_> {
         // With offsets from the pointer parameter itself, one test before the loop covers all
         // of this thread's chunks in every iteration (`__inb<oi>`, `bounds_proof`); the
         // per-chunk test only runs when that one fails.
-        let based = split.and_then(|(p, _)| self.scalar_base(p, ptr_block));
+        let based = split.as_ref().and_then(|sum| self.scalar_base(sum.base, ptr_block));
         let inb = format_ident!("__inb{}", oi);
         let checks = self.chunk_checks(op, ptr_block, based.as_ref().map(|_| &inb), &oc.e);
         let (_, m_i, o_i) = self.chunk_elem(&oc, Staging::Rows);
@@ -181,7 +178,7 @@ impl DevGen<'_> {
         // The tensor-map version needs, before the loop, the bounds proof and, per staging,
         // a valid map whose boxes are the operand's elements (`tma.rs`).
         let (tma_oper, tma_descs) = match (tma.is_empty(), &based, split) {
-            (false, Some(b), Some((_, o))) => self.operand_tma(cx, &oc, (b, o), (m_i, o_i, all), (&tma, first_map), rows_before),
+            (false, Some(b), Some(sum)) => self.operand_tma(cx, &oc, (b, sum), (m_i, o_i, all), (&tma, first_map), rows_before),
             _ => (None, Vec::new()),
         };
         let issue_in = |o: Staging| self.checked_chunks(&oc, &checks, &chunk_ptr, &masks, o);
@@ -475,12 +472,12 @@ impl DevGen<'_> {
     }
 
     /// The tensor-map copy of the operand `oc`, whose base is the buffer `b` plus the offsets
-    /// block `o`, and the maps it takes (`tma`: its maps per staging, the first in slot
+    /// blocks of `sum`, and the maps it takes (`tma`: its maps per staging, the first in slot
     /// `first_map`); `elems`: the mask and `other` of element `__f0 + __i` and whether the
     /// chunk at `__f0` is unmasked, along the rows. The operand's rows go to the threads after
     /// warp 0 (which issues the first copies) and after the previous operands' rows
     /// (`rows_before`, which this advances), so that each thread checks few rows.
-    fn operand_tma(&self, cx: &PipeCx<'_>, oc: &OpCx<'_>, (b, o): (&ScalarBase, ExprId), elems: (TokenStream, TokenStream, TokenStream), (tma, first_map): (&[(Staging, TmaDesc)], usize), rows_before: &mut usize) -> (Option<TmaOperand>, Vec<TmaDesc>) {
+    fn operand_tma(&self, cx: &PipeCx<'_>, oc: &OpCx<'_>, (b, sum): (&ScalarBase, PtrSum), elems: (TokenStream, TokenStream, TokenStream), (tma, first_map): (&[(Staging, TmaDesc)], usize), rows_before: &mut usize) -> (Option<TmaOperand>, Vec<TmaDesc>) {
         let threads = self.threads;
         let (m_i, o_i, all) = elems;
         let rot = if threads > 32 { (threads - (32 + *rows_before) % threads) % threads } else { 0 };
@@ -488,8 +485,7 @@ impl DevGen<'_> {
         let ctx = TmaCtx {
             oi: oc.oi,
             op: oc.op,
-            o,
-            ot: self.elem(&self.k.exprs[o].ty),
+            sum,
             e: oc.e.clone(),
             off_expr: oc.off_expr.clone(),
             len: b.len.clone(),
@@ -511,10 +507,10 @@ impl DevGen<'_> {
 
     /// Where each of this thread's chunks of operand `oi` starts, worked out before the loop:
     /// the code that fills `__pb<oi>` (a base pointer, or an integer offset from the scalar
-    /// pointer of a `split` base `p + offsets`, per chunk; `at(i)`: element `i` of the chunk
+    /// pointer of a `split` base `p + offsets` (see [`PtrSum`]), per chunk; `at(i)`: element `i` of the chunk
     /// at `__f0`) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
     /// in the loop, checked (misaligned when the chunk is not contiguous) and proven.
-    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<(ExprId, ExprId)>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
+    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<&PtrSum>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
         let (k, d, threads) = (self.k, &self.d, self.threads);
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
         let size = elem_size(&k.exprs[op.x].ty.elem);
@@ -533,14 +529,35 @@ impl DevGen<'_> {
         // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
         // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
         let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
-            Some((p, o)) => {
-                let ot = self.elem(&k.exprs[o].ty);
-                let first = self.operand(op.base, o, &at(quote!(0usize)));
-                let offs = contiguous(first, &|i| {
-                    let oi = self.operand(op.base, o, &at(i.clone()));
-                    quote!(#oi == <#ot as #d::Num>::add(__q0, <#ot as #d::Elem>::from_i64(#i as i64)))
-                });
-                let pv = self.ev(p, &At::Own);
+            Some(sum) => {
+                // The chunk's first offset in type `wide` and whether the chunk is contiguous,
+                // then the offset kept (`ot`) when it is: one block's in its type; the sum of
+                // several in `i64` (what the kernel's pointer arithmetic computes), kept as an
+                // `i32` when every block is one and the sum fits (else the chunk is marked).
+                let (ot, wide, offs, keep, narrow) = match sum.offs[..] {
+                    [o] => {
+                        let ot = self.elem(&k.exprs[o].ty);
+                        let first = self.operand(op.base, o, &at(quote!(0usize)));
+                        let offs = contiguous(first, &|i| {
+                            let oi = self.operand(op.base, o, &at(i.clone()));
+                            quote!(#oi == <#ot as #d::Num>::add(__q0, <#ot as #d::Elem>::from_i64(#i as i64)))
+                        });
+                        (ot.clone(), ot, offs, quote!(__ct), None)
+                    }
+                    _ => {
+                        let first = self.offsets_at(op.base, sum, &at(quote!(0usize)));
+                        let offs = contiguous(first, &|i| {
+                            let oi = self.offsets_at(op.base, sum, &at(i.clone()));
+                            quote!(#oi == __q0.wrapping_add(#i as i64))
+                        });
+                        if sum.offs.iter().all(|&o| k.exprs[o].ty.dtype() == Some(DType::I32)) {
+                            (quote!(i32), quote!(i64), offs, quote!(__ct && __o0 == (__o0 as i32) as i64), Some(quote!(as i32)))
+                        } else {
+                            (quote!(i64), quote!(i64), offs, quote!(__ct), None)
+                        }
+                    }
+                };
+                let pv = self.ev(sum.base, &At::Own);
                 let pv2 = pv.clone();
                 let chunks_code = (0..per_thread)
                     .map(|jc| {
@@ -548,11 +565,11 @@ impl DevGen<'_> {
                             jc,
                             quote! {
                                 let __f0: usize = __c * 8;
-                                let (__o0, __ct): (#ot, bool) = #offs;
-                                #pb[#jc] = if __ct { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                let (__o0, __ct): (#wide, bool) = #offs;
+                                #pb[#jc] = if #keep { __o0 #narrow } else { <#ot as #d::Bounds>::lowest() };
                                 if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
                                     __al = __al && (#d::ptr_add(#pv, __o0) as usize) % #chunk_bytes == 0;
-                                    let __o: i64 = #d::cast::<#ot, i64>(__o0);
+                                    let __o: i64 = #d::cast::<#wide, i64>(__o0);
                                     #lo = if __o < #lo { __o } else { #lo };
                                     #hi = if __o > #hi { __o } else { #hi };
                                 } else {

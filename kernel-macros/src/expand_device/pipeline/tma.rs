@@ -13,14 +13,14 @@
 //! combination made ptxas spill in the split entries of 128-register accumulators.)
 
 use super::*;
+use crate::expand_device::chunks::Along;
 
 /// What the tensor-map code of one operand needs from the pipeline (see `gen_pipelined`).
 pub(super) struct TmaCtx<'a> {
     pub(super) oi: usize,
     pub(super) op: &'a PipeOp,
-    /// The offsets block of the operand's base (`param + o`) and its type.
-    pub(super) o: ExprId,
-    pub(super) ot: TokenStream,
+    /// The operand's base as its scalar pointer and offsets blocks (`param + o1 + ...`).
+    pub(super) sum: PtrSum,
     pub(super) e: TokenStream,
     /// The scalar element offset of iteration `__it`.
     pub(super) off_expr: TokenStream,
@@ -207,12 +207,12 @@ impl DevGen<'_> {
     /// iteration `it` starts at column `c + it * dc`, row `r + it * dr`.
     fn tma_coords(&self, c: &TmaCtx, idx: u32, pitch: &Ident, box_w: usize, box_h: usize) -> TokenStream {
         let d = &self.d;
-        let (ot, off_expr, len, base_off) = (&c.ot, &c.off_expr, &c.len, &c.base_off);
-        let first = self.operand(c.op.base, c.o, &At::Flat(quote!(0usize)));
+        let (off_expr, len, base_off) = (&c.off_expr, &c.len, &c.base_off);
+        let first = self.offsets_at(c.op.base, &c.sum, &At::Flat(quote!(0usize)));
         let (inner_i, rows_i) = (box_w as i64, box_h as i64);
         quote! {{
             let __tW: i64 = #pitch as i64;
-            let __tO: i64 = #d::cast::<#ot, i64>(#first);
+            let __tO: i64 = #first;
             let __first: i64 = { let __it: i64 = 0; #off_expr };
             let __second: i64 = { let __it: i64 = 1; #off_expr };
             let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
@@ -261,28 +261,59 @@ impl DevGen<'_> {
 
     /// The element check of a `Rows` map: every element at `first + row * stride + col`,
     /// checked row by row (each thread takes rows `tid, tid + threads, ...`), at the row's two
-    /// ends, for an offset block that is affine along the row with a unit step (see
-    /// `col_step_over`); and the elements of the last box outside the view masked.
+    /// ends, for offsets that are affine along the row with a unit step (see `col_step_over`;
+    /// offsets in several blocks: each block affine along the row without wrapping between the
+    /// ends, their steps summing to one); and the elements of the last box outside the view
+    /// masked.
     fn tma_post_rows(&self, c: &TmaCtx) -> Option<TokenStream> {
         let d = &self.d;
-        let (o, ot, op) = (c.o, &c.ot, c.op);
+        let op = c.op;
         let (inner, rows_n) = (op.inner, op.numel / op.inner);
         let last = inner - 1;
+        let last_i = last as i64;
         let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last))));
         let mut conds = Vec::new();
-        let o_moves = self.child_moves(op.base, o, true);
-        let step = self.col_step_over(o, o_moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), last, &mut conds);
-        let row_test = match step {
-            Some(step) => {
-                let (v0, v1) = (self.operand(op.base, o, &at0), self.operand(op.base, o, &at1));
-                let last_i = last as i64;
+        // Per offsets block: its step along the row (`None`: constant along it), its values at
+        // the row's ends, its type.
+        let parts: Option<Vec<_>> = c
+            .sum
+            .offs
+            .iter()
+            .map(|&o| {
+                let moves = self.child_moves(op.base, o, true);
+                let step = match self.along(o, moves) {
+                    Along::Const if c.sum.offs.len() > 1 => None,
+                    _ => Some(self.col_step_over(o, moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), last, &mut conds)?),
+                };
+                Some((step, self.operand(op.base, o, &at0), self.operand(op.base, o, &at1), self.elem(&self.k.exprs[o].ty)))
+            })
+            .collect();
+        let row_test = match parts.as_deref() {
+            None => quote!(__ok = false;),
+            Some([(Some(step), v0, v1, ot)]) => quote! {
+                let __v0: i64 = #d::cast::<#ot, i64>(#v0);
+                let __v1: i64 = #d::cast::<#ot, i64>(#v1);
+                __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #last_i && __v0 == __tO + (__r as i64) * __tW;
+            },
+            Some(parts) => {
+                // A block constant along the row adds its value at the row's start; one that
+                // varies steps by a constant without wrapping between the ends.
+                let blocks = parts.iter().map(|(step, v0, v1, ot)| match step {
+                    None => quote!(__v0 = __v0.wrapping_add(#d::cast::<#ot, i64>(#v0));),
+                    Some(step) => quote! {{
+                        let __s: i64 = #step;
+                        let (__a, __b): (i64, i64) = (#d::cast::<#ot, i64>(#v0), #d::cast::<#ot, i64>(#v1));
+                        __ok = __ok && __s.checked_mul(#last_i) == Some(__b.wrapping_sub(__a));
+                        __st = __st.wrapping_add(__s);
+                        __v0 = __v0.wrapping_add(__a);
+                    }},
+                });
                 quote! {
-                    let __v0: i64 = #d::cast::<#ot, i64>(#v0);
-                    let __v1: i64 = #d::cast::<#ot, i64>(#v1);
-                    __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #last_i && __v0 == __tO + (__r as i64) * __tW;
+                    let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                    #(#blocks)*
+                    __ok = __ok && __st == 1i64 #(&& #conds)* && __v0 == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
                 }
             }
-            None => quote!(__ok = false;),
         };
         let rows_test = self.tma_over_lines(c, rows_n, Some(inner), row_test);
         // The elements of the last box outside the view (a K tail, see `tma_coords`) must be
@@ -309,14 +340,15 @@ impl DevGen<'_> {
     /// The element check of a `Cols` map (a transposed view, `row_stride` 1): with offsets
     /// `x[:, None] * row_stride + y[None, :] * col_stride` (`tma_terms`), every element is at
     /// `first + col * col_stride + row` when `x` and `y` step by one along the tile (each
-    /// thread tests its rows of `x` and its columns of `y`) and the offsets do not wrap; and
-    /// the elements of the last box outside the view masked.
+    /// thread tests its rows of `x` and its columns of `y`) and no offsets block wraps
+    /// (`tma_no_wrap`); and the elements of the last box outside the view masked.
     fn tma_post_cols(&self, c: &TmaCtx) -> Option<TokenStream> {
         let d = &self.d;
         let k = self.k;
         let op = c.op;
         let (rows_n, inner) = (op.numel / op.inner, op.inner);
-        let ((_, x), (_, y)) = self.tma_terms(c.o)?;
+        let (rows_term, cols_term) = self.tma_terms(&c.sum)?;
+        let (x, y) = (rows_term.x, cols_term.x);
         let unit = |v: ExprId, count: usize| {
             let t = self.elem(&k.exprs[v].ty);
             let (v0, vr) = (self.ev(v, &At::Flat(quote!(0usize))), self.ev(v, &At::Flat(quote!(__r))));
@@ -330,15 +362,11 @@ impl DevGen<'_> {
             )
         };
         let (xs, ys) = (unit(x, rows_n), unit(y, inner));
-        let (last_r, last_c) = (rows_n as i64 - 1, inner as i64 - 1);
-        let (min, max) = match k.exprs[c.o].ty.dtype() {
-            Some(DType::I32) => (quote!(i32::MIN as i64), quote!(i32::MAX as i64)),
-            _ => (quote!(i64::MIN / 2), quote!(i64::MAX / 2)),
-        };
+        let no_wrap = self.tma_no_wrap(c, (rows_term.of, cols_term.of), (rows_n, inner));
         let test = quote! {
             #xs
             #ys
-            __ok = __ok && __tO >= #min && __tO + #last_r + #last_c * __tW <= #max;
+            #no_wrap
         };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__j * #inner + __r))));
@@ -357,6 +385,32 @@ impl DevGen<'_> {
             )
         });
         Some(self.tma_post(c, test, outside, rows_n, inner))
+    }
+
+    /// The test that no offsets block of a `Cols` map's operand wraps over the tile, given that
+    /// the rows' term steps by one and the columns' term by `__tW` (`of`: the blocks holding
+    /// them): each block's values lie between its value at the first element and that plus the
+    /// increments of the terms it holds, inside the range of its type (half of it for `i64`).
+    /// Then every block is affine over the tile, and so is their sum, from `__tO`.
+    fn tma_no_wrap(&self, c: &TmaCtx, (rows_of, cols_of): (usize, usize), (rows_n, inner): (usize, usize)) -> TokenStream {
+        let (k, d) = (self.k, &self.d);
+        let (last_r, last_c) = (rows_n as i64 - 1, inner as i64 - 1);
+        let range = |o: ExprId| match k.exprs[o].ty.dtype() {
+            Some(DType::I32) => (quote!(i32::MIN as i64), quote!(i32::MAX as i64)),
+            _ => (quote!(i64::MIN / 2), quote!(i64::MAX / 2)),
+        };
+        if let [o] = c.sum.offs[..] {
+            let (min, max) = range(o);
+            return quote!(__ok = __ok && __tO >= #min && __tO + #last_r + #last_c * __tW <= #max;);
+        }
+        let blocks = c.sum.offs.iter().enumerate().map(|(i, &o)| {
+            let (min, max) = range(o);
+            let (t, v) = (self.elem(&k.exprs[o].ty), self.operand(c.op.base, o, &At::Flat(quote!(0usize))));
+            let r = if i == rows_of { last_r } else { 0 };
+            let cl = if i == cols_of { last_c } else { 0 };
+            quote!(__ok = __ok && { let __v: i64 = #d::cast::<#t, i64>(#v); __v >= #min && __v + #r + #cl * __tW <= #max };)
+        });
+        quote!(#(#blocks)*)
     }
 
     /// The element check around `test` (which ANDs into `__ok`): the boxes lie in the view,

@@ -228,9 +228,10 @@ impl DevicePlan<'_> {
 
     /// sm_90a: the tensor map of each operand a loop over `var` copies ahead, when every one has
     /// one in the staging its `cp.async` copies use (see `DevicePlan::tma_maps`): 16-bit
-    /// elements at `param + offsets` whose offsets move as a whole with `var`
-    /// (`shifts_uniformly`), so that one box per iteration, at coordinates linear in the
-    /// iteration, holds the tile (checked at run time before the loop, `pipeline/ahead.rs`).
+    /// elements at `param + offsets` (`ptr_sum`) whose scalar pointer does not depend on `var`
+    /// and whose offsets blocks each move as a whole with it (`shifts_uniformly`), so that one
+    /// box per iteration, at coordinates linear in the iteration, holds the tile (checked at run
+    /// time before the loop, `pipeline/ahead.rs`).
     fn ahead_maps(&self, var: LocalId, ahead: &[StagedOperand]) -> Option<Vec<TmaDesc>> {
         let k = self.k;
         if self.target != Target::Sm90a || ahead.is_empty() || self.tensor_maps.len() + ahead.len() > 32 {
@@ -244,8 +245,8 @@ impl DevicePlan<'_> {
                 }
                 let load = self.load_of(o.x)?;
                 let ExprKind::Load { ptr, .. } = k.exprs[load].kind else { return None };
-                let ExprKind::PtrAdd(_, off) = k.exprs[ptr].kind else { return None };
-                if !self.shifts_uniformly(off, var) {
+                let sum = self.ptr_sum(ptr)?;
+                if self.depends_on(sum.base, var) || !sum.offs.iter().all(|&off| self.shifts_uniformly(off, var)) {
                     return None;
                 }
                 let staging = self.staging_of(o.x, o.rows);

@@ -18,6 +18,29 @@ pub(crate) struct PipeMem {
     pub(crate) first_map: usize,
 }
 
+/// A pointer block as a scalar pointer plus the integer offsets blocks added to it one after
+/// the other, `((base + o1) + o2) + ...`, innermost first: Triton's `K + off + rows[None, :] *
+/// s + cols[:, None]` has two, `base + (rows * s + cols)` one. Each block is computed in its
+/// own type and widened as it is added, so the pointer at an element is `base` plus the `i64`
+/// sum of the blocks' values there (the generated checks sum them so, `DevGen::offsets_at`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PtrSum {
+    pub(crate) base: ExprId,
+    pub(crate) offs: Vec<ExprId>,
+}
+
+/// A term of a pointer block's offsets that varies along one axis of the block (see
+/// `DevicePlan::tma_terms`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct AxisTerm {
+    /// The scalar integer parameter it is multiplied by, if any.
+    pub(crate) stride: Option<usize>,
+    /// The factor that varies: `rows[:, None]` (shape `[R, 1]`) or `cols[None, :]` (`[1, C]`).
+    pub(crate) x: ExprId,
+    /// The offsets block it is a term of (an index into `PtrSum::offs`).
+    pub(crate) of: usize,
+}
+
 /// Shared memory a block may use on the targets (sm_90's 227 KiB).
 pub(crate) const SMEM_LIMIT: usize = 232_448;
 
@@ -70,13 +93,37 @@ impl DevicePlan<'_> {
         }
     }
 
-    /// The strided terms of offsets `rows[:, None] * row_stride + cols[None, :] * col_stride`
-    /// (terms in either order; a stride may be left out when it is 1): for the rows' term and
-    /// the columns' term, the scalar parameter it is multiplied by (if any) and the factor that
-    /// varies (`rows[:, None]`, of shape `[R, 1]`; `cols[None, :]`, of shape `[1, C]`). Only a
-    /// guess of the shape: the generated code checks at run time that the elements are where a
-    /// map puts them before it copies with the map.
-    pub(crate) fn tma_terms(&self, off: ExprId) -> Option<((Option<usize>, ExprId), (Option<usize>, ExprId))> {
+    /// The pointer block `ptr` as a scalar pointer plus offsets blocks (see [`PtrSum`]): a
+    /// chain of `PtrAdd`s of 32- or 64-bit integer offsets, through locals evaluated at their
+    /// uses, down to a pointer of no shape.
+    pub(crate) fn ptr_sum(&self, ptr: ExprId) -> Option<PtrSum> {
+        let k = self.k;
+        let mut offs = Vec::new();
+        let mut e = ptr;
+        while !self.shapes[e].is_empty() {
+            match k.exprs[e].kind {
+                ExprKind::PtrAdd(p, o) if matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) => {
+                    offs.push(o);
+                    e = p;
+                }
+                ExprKind::Local(l) => match self.kinds[l] {
+                    LocalKind::Pure(init) => e = init,
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        offs.reverse();
+        (!offs.is_empty()).then_some(PtrSum { base: e, offs })
+    }
+
+    /// The strided terms of a pointer block's offsets, summed `rows[:, None] * row_stride +
+    /// cols[None, :] * col_stride` (terms in any order and spread over the offsets blocks in any
+    /// way, blocks of one element aside; a stride may be left out when it is 1): the rows' term
+    /// and the columns' term (see [`AxisTerm`]). Only a guess of the shape: the generated code
+    /// checks at run time that the elements are where a map puts them before it copies with the
+    /// map.
+    pub(crate) fn tma_terms(&self, sum: &PtrSum) -> Option<(AxisTerm, AxisTerm)> {
         let k = self.k;
         let strip = |mut e: ExprId| loop {
             match &k.exprs[e].kind {
@@ -88,25 +135,41 @@ impl DevicePlan<'_> {
                 _ => return e,
             }
         };
-        let ExprKind::Binary(BinOp::Add, t1, t2) = k.exprs[strip(off)].kind else { return None };
-        // (varies along rows, the stride parameter, the varying factor).
-        let term = |t: ExprId| -> Option<(bool, Option<usize>, ExprId)> {
-            let t = strip(t);
-            let (x, s) = match k.exprs[t].kind {
+        // (varies along rows, the term).
+        let term = |t: ExprId, of: usize| -> Option<(bool, AxisTerm)> {
+            let (x, stride) = match k.exprs[t].kind {
                 ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(b).is_some() => (strip(a), self.int_param(b)),
                 ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(a).is_some() => (strip(b), self.int_param(a)),
                 _ => (t, None),
             };
+            let at = AxisTerm { stride, x, of };
             match self.shapes[x].as_slice() {
-                [r, 1] if *r > 1 => Some((true, s, x)),
-                [1, c] if *c > 1 => Some((false, s, x)),
+                [r, 1] if *r > 1 => Some((true, at)),
+                [1, c] if *c > 1 => Some((false, at)),
                 _ => None,
             }
         };
-        match (term(t1)?, term(t2)?) {
-            ((true, r, x), (false, c, y)) | ((false, c, y), (true, r, x)) => Some(((r, x), (c, y))),
-            _ => None,
+        let (mut rows, mut cols) = (None, None);
+        for (of, &o) in sum.offs.iter().enumerate() {
+            if self.shapes[o].iter().product::<usize>() == 1 {
+                continue;
+            }
+            // The block's terms: its sums taken apart.
+            let mut parts = vec![o];
+            while let Some(t) = parts.pop() {
+                let t = strip(t);
+                if let ExprKind::Binary(BinOp::Add, a, b) = k.exprs[t].kind {
+                    parts.extend([b, a]);
+                    continue;
+                }
+                let (along_rows, at) = term(t, of)?;
+                let slot = if along_rows { &mut rows } else { &mut cols };
+                if slot.replace(at).is_some() {
+                    return None;
+                }
+            }
         }
+        Some((rows?, cols?))
     }
 
     /// The tensor maps of pipelined operand `oi` (sm_90a, a pipeline of two buffers or more; see
@@ -119,19 +182,17 @@ impl DevicePlan<'_> {
     }
 
     /// The tensor maps of a `dot` operand (`rows x inner`, in `layout`) loaded from pointers
-    /// `base` = `param + offsets` (`load`): a `Rows` map when the offsets' row stride is a
-    /// parameter, a `Cols` map when the column stride is (see `tma_terms`), each with a box the
-    /// copy engine takes (at most 256 rows and columns, a swizzle of 128 bytes or less).
+    /// `base` = `param + offsets` (`load`; see `ptr_sum`): a `Rows` map when the offsets' row
+    /// stride is a parameter, a `Cols` map when the column stride is (see `tma_terms`), each
+    /// with a box the copy engine takes (at most 256 rows and columns, a swizzle of 128 bytes or
+    /// less).
     pub(crate) fn tma_maps(&self, layout: Layout, base: ExprId, load: ExprId, rows: usize, inner: usize) -> Vec<(Staging, TmaDesc)> {
         let k = self.k;
         let Layout::Mma { wg: true, .. } = layout else { return Vec::new() };
-        let ExprKind::PtrAdd(p, o) = k.exprs[base].kind else { return Vec::new() };
+        let Some(sum) = self.ptr_sum(base) else { return Vec::new() };
         let ExprKind::Load { ptr: ptr_block, .. } = k.exprs[load].kind else { return Vec::new() };
-        let Some(pi) = self.scalar_param(p, ptr_block) else { return Vec::new() };
-        if !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
-            return Vec::new();
-        }
-        let Some(((rs, _), (cs, _))) = self.tma_terms(o) else { return Vec::new() };
+        let Some(pi) = self.scalar_param(sum.base, ptr_block) else { return Vec::new() };
+        let Some((AxisTerm { stride: rs, .. }, AxisTerm { stride: cs, .. })) = self.tma_terms(&sum) else { return Vec::new() };
         let desc = |pitch: usize, unit: Option<usize>, tile: Tile| -> Option<TmaDesc> {
             let swizzle = DevGen::swizzle(tile.block).map_or(0, |_| tile.block * 2);
             (tile.rows <= 256 && tile.block <= 256 && swizzle <= 128).then_some(TmaDesc { ptr: pi, row_stride: pitch, col_stride: unit, box_inner: tile.block, box_rows: tile.rows, swizzle })

@@ -90,3 +90,62 @@ pub fn tma_strides<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f16>,
     }
     store(c_ptr + offs_m.as_col() * N + offs_n.as_row(), acc);
 }
+
+/// Operands written as Triton's tutorials write them, the pointer advanced by one term after
+/// another: `a_ptr + batch + rows * K + cols` is `((a_ptr + batch) + rows * K) + cols`, two
+/// offsets blocks over the scalar pointer `a_ptr + batch`; B's terms come columns first, with a
+/// scalar (the batch) between them, a third block of one element. The plan takes the blocks as
+/// one sum (`ptr_sum`: a row and a column term), so the loop has its tensor-map version as
+/// `hopper_k_loop` does; its checks evaluate each block in its own type, as the kernel does, and
+/// add them in `i64`. The chunks of the `cp.async` versions keep one `i32` offset each, the
+/// blocks' sum when it fits.
+#[kernel(BM = [64], BN = [16], BK = [16])]
+pub fn tma_nested_ptrs<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f16>, b_ptr: Ptr<f16>, c_ptr: Ptr<f32>, M: i32, N: i32, K: i32) {
+    let offs_m = (program_id(0) * BM + arange(0, BM)) % M;
+    let offs_n = (program_id(1) * BN + arange(0, BN)) % N;
+    let offs_k = arange(0, BK);
+    let batch = program_id(2);
+    let mut a_ptrs = a_ptr + batch * M * K + offs_m.as_col() * K + offs_k.as_row();
+    let mut b_ptrs = b_ptr + offs_n.as_row() + batch * K * N + offs_k.as_col() * N;
+    let mut acc = zeros::<f32>([BM, BN]);
+    for k in 0..cdiv(K, BK) {
+        let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);
+        let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);
+        acc = dot(a, b, acc);
+        a_ptrs += BK;
+        b_ptrs += BK * N;
+    }
+    store(c_ptr + batch * M * N + offs_m.as_col() * N + offs_n.as_row(), acc);
+}
+
+/// Flash attention's loop over key blocks (one warpgroup, 64x64 tiles) with its key and value
+/// pointers written as Triton's tutorial writes them, `k_ptr + cols[None, :] * sk + offs_d[:,
+/// None]` (two offsets blocks; the values' terms in the other order). The operands are copied
+/// ahead; on sm_90a with tensor maps (`pipeline/ahead.rs`: K^T staged transposed, V as
+/// written), each block of the offsets moving as a whole with the loop variable, and the
+/// checks before the loop summing the blocks in `i64` (K^T's: each block within its type's
+/// range over the tile, `tma_no_wrap`).
+#[kernel(BM = [64], BN = [64], D = [64])]
+pub fn ahead_nested_ptrs<const BM: i32, const BN: i32, const D: i32>(q_ptr: Ptr<f16>, k_ptr: Ptr<f16>, v_ptr: Ptr<f16>, o_ptr: Ptr<f16>, n: i32, sk: i32, sv: i32) {
+    let offs_m = program_id(0) * BM + arange(0, BM);
+    let offs_n = arange(0, BN);
+    let offs_d = arange(0, D);
+    let q = load(q_ptr + offs_m.as_col() * D + offs_d.as_row());
+    let mut m_i = full::<f32>([BM], f32::NEG_INFINITY);
+    let mut l_i = full::<f32>([BM], 1.0);
+    let mut acc = zeros::<f32>([BM, D]);
+    for start_n in range(0, n, BN) {
+        let cols = start_n + offs_n;
+        let k = load(k_ptr + cols.as_row() * sk + offs_d.as_col(), cols.as_row() < n, 0.0);
+        let qk = dot(q, k);
+        let m_ij = maximum(m_i, qk.max(1));
+        let p = exp2(qk - m_ij.as_col());
+        let alpha = exp2(m_i - m_ij);
+        l_i = l_i * alpha + p.sum(1);
+        acc = acc * alpha.as_col();
+        let v = load(v_ptr + offs_d.as_row() + cols.as_col() * sv, cols.as_col() < n, 0.0);
+        acc = dot(p.to::<f16>(), v, acc);
+        m_i = m_ij;
+    }
+    store(o_ptr + offs_m.as_col() * D + offs_d.as_row(), (acc / l_i.as_col()).to::<f16>());
+}

@@ -93,17 +93,19 @@ pub fn fast_epilogue<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f16
 }
 
 /// 8-bit float operands in the pipelined loop (copied raw in 8-byte chunks, widened to f16 in
-/// shared memory), through pointer blocks that are not `parameter + offsets` (the row offsets
-/// added first): each chunk keeps a 64-bit base pointer, and one that is not contiguous (the
-/// wrapped columns of `b`) gets the top bit of its address set, outside every buffer, since a
-/// byte offset may be odd and would undo an odd marker (`pipeline/operand.rs`).
+/// shared memory), through pointers advanced twice (the row offsets added first). `a`'s are
+/// `parameter + offsets` in two blocks (`ptr_sum`): each chunk keeps one `i32` offset, their
+/// sum taken in `i64` and kept when it fits. `b`'s column offsets are `u32`, so its pointer
+/// block is no such sum: each chunk keeps a 64-bit base pointer, and one that is not
+/// contiguous (the wrapped columns) gets the top bit of its address set, outside every buffer,
+/// since a byte offset may be odd and would undo an odd marker (`pipeline/operand.rs`).
 #[kernel(BM = [16], BN = [16], BK = [32], num_warps = 1, num_stages = 2)]
 pub fn fp8_row_pointers<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f8e4m3>, b_ptr: Ptr<f8e4m3>, c_ptr: Ptr<f32>, M: i32, N: i32, K: i32) {
     let offs_m = (program_id(0) * BM + arange(0, BM)) % M;
     let offs_n = (program_id(1) * BN + arange(0, BN)) % N;
     let offs_k = arange(0, BK);
     let mut a_ptrs = (a_ptr + offs_m.as_col() * K) + offs_k.as_row();
-    let mut b_ptrs = (b_ptr + offs_k.as_col() * N) + offs_n.as_row();
+    let mut b_ptrs = (b_ptr + offs_k.as_col() * N) + offs_n.as_row().to::<u32>();
     let mut acc = zeros::<f32>([BM, BN]);
     for k in 0..cdiv(K, BK) {
         let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);

@@ -87,7 +87,7 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
           __p_N,
         ),
       );
-      let mut __pb0: [*mut ::kernel_std::__private::device::F8E4M3; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __pb0: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
       let mut __nc: bool = false;
@@ -95,565 +95,730 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
       {
         let __c: usize = 0usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let (__p0, __ct) = {
-          let __q0 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_a_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
+        let (__o0, __ct): (i64, bool) = {
+          let __q0 = (::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
                   ),
-                  __p_M,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                __p_K,
+                __p_M,
               ),
+              __p_K,
             ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                }) as i32,
+          ))
+            .wrapping_add(
+              ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
               ),
-          );
+            );
           (
             __q0,
             true
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ) as usize) == (__q0 as usize) + 1usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 2usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                ) == __q0.wrapping_add(1usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ) as usize) == (__q0 as usize) + 3usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 4usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                ) == __q0.wrapping_add(2usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ) as usize) == (__q0 as usize) + 5usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 6usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                ) == __q0.wrapping_add(3usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 7usize * 1usize,
+                ) == __q0.wrapping_add(4usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ) == __q0.wrapping_add(5usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ) == __q0.wrapping_add(6usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ) == __q0.wrapping_add(7usize as i64),
           )
         };
-        __pb0[0usize] = if __ct {
-          __p0
+        __pb0[0usize] = if __ct && __o0 == (__o0 as i32) as i64 {
+          __o0 as i32
         } else {
-          __p0.map_addr(|__a| __a | (1usize << 63))
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
         };
+        if __pb0[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i64,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
       }
       {
         let __c: usize = 1usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let (__p0, __ct) = {
-          let __q0 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_a_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
+        let (__o0, __ct): (i64, bool) = {
+          let __q0 = (::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
                   ),
-                  __p_M,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                __p_K,
+                __p_M,
               ),
+              __p_K,
             ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                }) as i32,
+          ))
+            .wrapping_add(
+              ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
               ),
-          );
+            );
           (
             __q0,
             true
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ) as usize) == (__q0 as usize) + 1usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 2usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                ) == __q0.wrapping_add(1usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ) as usize) == (__q0 as usize) + 3usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 4usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                ) == __q0.wrapping_add(2usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ) as usize) == (__q0 as usize) + 5usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 6usize * 1usize
-              && (::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
+                ) == __q0.wrapping_add(3usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_M,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    __p_K,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-              ) as usize) == (__q0 as usize) + 7usize * 1usize,
+                ) == __q0.wrapping_add(4usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ) == __q0.wrapping_add(5usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ) == __q0.wrapping_add(6usize as i64)
+              && (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+              ))
+                .wrapping_add(
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ) == __q0.wrapping_add(7usize as i64),
           )
         };
-        __pb0[1usize] = if __ct {
-          __p0
+        __pb0[1usize] = if __ct && __o0 == (__o0 as i32) as i64 {
+          __o0 as i32
         } else {
-          __p0.map_addr(|__a| __a | (1usize << 63))
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
         };
+        if __pb0[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i64,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
       }
       if __nc || !__al {
         __lo0 = i64::MAX;
         __hi0 = i64::MIN;
       }
+      let __sc0: i64 = 0i64;
+      let __inb0: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          a_ptrs_3_off + __it * __st3
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          a_ptrs_3_off + __it * __st3
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          a_ptrs_3_off + __it * __st3
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+      };
       let mut __pb1: [*mut ::kernel_std::__private::device::F8E4M3; 2usize] = [::core::ptr::null_mut(); 2usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -677,23 +842,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                 __p_N,
               ),
             ),
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+            ::kernel_std::__private::device::cast::<
+              i32,
+              u32,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
             ),
           );
           (
@@ -713,23 +883,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 1usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -746,23 +921,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 2usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -779,23 +959,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 3usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -812,23 +997,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 4usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -845,23 +1035,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 5usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -878,23 +1073,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 6usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -911,23 +1111,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 7usize * 1usize,
           )
@@ -956,23 +1161,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                 __p_N,
               ),
             ),
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+            ::kernel_std::__private::device::cast::<
+              i32,
+              u32,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
             ),
           );
           (
@@ -992,23 +1202,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 1usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -1025,23 +1240,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 2usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -1058,23 +1278,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 3usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -1091,23 +1316,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 4usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -1124,23 +1354,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 5usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -1157,23 +1392,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 6usize * 1usize
               && (::kernel_std::__private::device::ptr_add(
@@ -1190,23 +1430,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __p_N,
                   ),
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  u32,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_N,
                   ),
-                  __p_N,
                 ),
               ) as usize) == (__q0 as usize) + 7usize * 1usize,
           )
@@ -1239,7 +1484,19 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                   __c * 8,
                 );
                 let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                  __pb0[0usize],
+                  {
+                    let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    );
+                    if __pb0[0usize]
+                      != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                    {
+                      __b
+                    } else {
+                      __b.map_addr(|__a| __a | 1)
+                    }
+                  },
                   __off0,
                 );
                 let __so: usize = __dst + (__c * 8);
@@ -1276,14 +1533,15 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __c5,
                     )
                 }
-                  && ::kernel_std::__private::device::fits(
-                    __g,
-                    ::kernel_std::__private::device::opaque_usize(
-                      __p_a_ptr as usize,
-                    ) as *mut _,
-                    __len_a_ptr,
-                    8usize,
-                  )
+                  && (__inb0
+                    || ::kernel_std::__private::device::fits(
+                      __g,
+                      ::kernel_std::__private::device::opaque_usize(
+                        __p_a_ptr as usize,
+                      ) as *mut _,
+                      __len_a_ptr,
+                      8usize,
+                    ))
                   && ::kernel_std::__private::device::cp_async_pieces::<
                     8,
                   >(
@@ -1300,7 +1558,19 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                   __c * 8,
                 );
                 let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                  __pb0[1usize],
+                  {
+                    let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    );
+                    if __pb0[1usize]
+                      != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                    {
+                      __b
+                    } else {
+                      __b.map_addr(|__a| __a | 1)
+                    }
+                  },
                   __off0,
                 );
                 let __so: usize = __dst + (__c * 8);
@@ -1337,14 +1607,15 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __c5,
                     )
                 }
-                  && ::kernel_std::__private::device::fits(
-                    __g,
-                    ::kernel_std::__private::device::opaque_usize(
-                      __p_a_ptr as usize,
-                    ) as *mut _,
-                    __len_a_ptr,
-                    8usize,
-                  )
+                  && (__inb0
+                    || ::kernel_std::__private::device::fits(
+                      __g,
+                      ::kernel_std::__private::device::opaque_usize(
+                        __p_a_ptr as usize,
+                      ) as *mut _,
+                      __len_a_ptr,
+                      8usize,
+                    ))
                   && ::kernel_std::__private::device::cp_async_pieces::<
                     8,
                   >(
@@ -1603,23 +1874,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                           __p_N,
                         ),
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        u32,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
+                          __p_N,
                         ),
-                        __p_N,
                       ),
                     ),
                     __off1,
@@ -1780,7 +2056,19 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                   __c * 8,
                 );
                 let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                  __pb0[0usize],
+                  {
+                    let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    );
+                    if __pb0[0usize]
+                      != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                    {
+                      __b
+                    } else {
+                      __b.map_addr(|__a| __a | 1)
+                    }
+                  },
                   __off0,
                 );
                 let __so: usize = __dst + (__c * 8);
@@ -1817,14 +2105,15 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __c5,
                     )
                 }
-                  && ::kernel_std::__private::device::fits(
-                    __g,
-                    ::kernel_std::__private::device::opaque_usize(
-                      __p_a_ptr as usize,
-                    ) as *mut _,
-                    __len_a_ptr,
-                    8usize,
-                  )
+                  && (__inb0
+                    || ::kernel_std::__private::device::fits(
+                      __g,
+                      ::kernel_std::__private::device::opaque_usize(
+                        __p_a_ptr as usize,
+                      ) as *mut _,
+                      __len_a_ptr,
+                      8usize,
+                    ))
                   && ::kernel_std::__private::device::cp_async_pieces::<
                     8,
                   >(
@@ -1841,7 +2130,19 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                   __c * 8,
                 );
                 let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                  __pb0[1usize],
+                  {
+                    let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    );
+                    if __pb0[1usize]
+                      != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                    {
+                      __b
+                    } else {
+                      __b.map_addr(|__a| __a | 1)
+                    }
+                  },
                   __off0,
                 );
                 let __so: usize = __dst + (__c * 8);
@@ -1878,14 +2179,15 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __c5,
                     )
                 }
-                  && ::kernel_std::__private::device::fits(
-                    __g,
-                    ::kernel_std::__private::device::opaque_usize(
-                      __p_a_ptr as usize,
-                    ) as *mut _,
-                    __len_a_ptr,
-                    8usize,
-                  )
+                  && (__inb0
+                    || ::kernel_std::__private::device::fits(
+                      __g,
+                      ::kernel_std::__private::device::opaque_usize(
+                        __p_a_ptr as usize,
+                      ) as *mut _,
+                      __len_a_ptr,
+                      8usize,
+                    ))
                   && ::kernel_std::__private::device::cp_async_pieces::<
                     8,
                   >(
@@ -2144,23 +2446,28 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                           __p_N,
                         ),
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        u32,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
+                          __p_N,
                         ),
-                        __p_N,
                       ),
                     ),
                     __off1,

@@ -6,9 +6,11 @@
 /// spills at head dimension 128: it is built for sm_90a only. On sm_90a the 32-key configs keep
 /// to 128 registers per thread (`maxnreg`: two blocks of 8 warps per SM), which their `wgmma`
 /// bodies fit without spilling (the `mma.sync` bodies do not: on sm_80 they have no limit).
-/// The key and value offsets are written `base + (rows * stride + cols)`, one offsets block
-/// for the pointer, which is what lets sm_90a copy their tiles with tensor maps
-/// (ARCHITECTURE.md, "Copies ahead"). `q`, `k`, `v` and `o` are 4-D
+/// sm_90a copies the key and value tiles with tensor maps (ARCHITECTURE.md, "Copies ahead").
+/// Their offsets are written `base + (rows * stride + cols)`, one `i32` block: Triton's
+/// `base + rows * stride + cols` takes the same maps, but its `cp.async` copies add two blocks
+/// in 64 bits and the head-dimension-128 causal entry of the first 128-register config then
+/// spills. `q`, `k`, `v` and `o` are 4-D
 /// `(batch, heads, n_ctx, HEAD_DIM)` with the given batch, head and row strides and contiguous
 /// rows (any layout whose last dimension is contiguous, such as PyTorch's
 /// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first).
