@@ -71,6 +71,7 @@ pub fn attn_fwd<const BLOCK_M: i32, const BLOCK_N: i32, const HEAD_DIM: i32, con
             lo = start_m * BLOCK_M;
         }
         for start_n in range(0, lo, BLOCK_N) {
+            let start_n = multiple_of(start_n, BLOCK_N);
             let cols = start_n + offs_n;
             // K^T: element (d, n) is key n's feature d.
             let k = load(k_base + (cols.as_row() * stride_kn + offs_d.as_col()));
@@ -86,6 +87,8 @@ pub fn attn_fwd<const BLOCK_M: i32, const BLOCK_N: i32, const HEAD_DIM: i32, con
         }
     }
     for start_n in range(lo, hi, BLOCK_N) {
+        // As the tutorial: a hint the code generator proves (`lo` is a multiple of BLOCK_M).
+        let start_n = multiple_of(start_n, BLOCK_N);
         let cols = start_n + offs_n;
         let k = load(k_base + (cols.as_row() * stride_kn + offs_d.as_col()), cols.as_row() < n_ctx, 0.0);
         let qk = dot(q, k);

@@ -52,6 +52,7 @@ fn only_cfg(name: &str) -> TokenStream {
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, (num_warps, num_stages, maxnreg): (usize, usize, Option<u32>), archs: &[String]) -> Result<DeviceEntry, plan::PlanError> {
     let mut folded = fold::fold_static_ifs(k, vals);
     multiples::drop_proven_hints(&mut folded, vals);
+    alias::inline_scalar_aliases(&mut folded);
     let k = &folded;
     let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split, maxnreg };
     let only = targets_of(archs);

@@ -31,6 +31,7 @@ use quote::{format_ident, quote};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+mod alias;
 mod bits;
 mod bounds;
 mod chunks;

@@ -806,7 +806,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           __tW0,
           __tO0,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_kn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -816,7 +816,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -839,7 +839,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -848,7 +848,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -873,7 +873,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -882,7 +882,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -907,7 +907,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -916,7 +916,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1015,7 +1015,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           __tW1,
           __tO1,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_vn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -1025,7 +1025,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1048,7 +1048,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1057,7 +1057,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1082,7 +1082,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1091,7 +1091,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1116,7 +1116,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1125,7 +1125,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1222,7 +1222,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1231,7 +1231,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1256,7 +1256,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1265,7 +1265,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1290,7 +1290,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1299,7 +1299,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1327,7 +1327,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             };
           let __tok0: bool = __tok0
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin0
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -1361,7 +1361,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         i64,
                       >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32).wrapping_add((__r) as i32),
                           ),
                         )
@@ -1371,7 +1371,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             i64,
                           >(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32).wrapping_add((0usize) as i32),
                             ),
                           ),
@@ -1396,7 +1396,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_k_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -1417,7 +1417,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1442,7 +1442,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1451,7 +1451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1476,7 +1476,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1485,7 +1485,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1510,7 +1510,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1519,7 +1519,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1547,7 +1547,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             };
           let __tok1: bool = __tok1
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin1
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
@@ -1565,7 +1565,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1592,7 +1592,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1633,7 +1633,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_v_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -1655,7 +1655,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1683,7 +1683,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
         if __tgo {
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -1694,7 +1694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && ({
                   let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1704,7 +1704,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       ),
                   );
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1728,7 +1728,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -1739,7 +1739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && ({
                   let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1749,7 +1749,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       ),
                   );
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1774,7 +1774,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -1785,7 +1785,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && ({
                     let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1795,7 +1795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         ),
                     );
                     let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1819,7 +1819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -1830,7 +1830,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && ({
                     let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1840,7 +1840,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         ),
                     );
                     let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1865,7 +1865,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           }
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -1876,7 +1876,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1892,7 +1892,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -1903,7 +1903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1920,7 +1920,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -1931,7 +1931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1947,7 +1947,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -1958,7 +1958,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2021,11 +2021,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
         );
         ::kernel_std::__private::device::fence_mbarrier_init();
       }
-      let __ta26: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __ta28: bool = ::kernel_std::__private::device::bar_and(__tok);
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
-      let mut __ic26: i32 = 0;
-      if __ta26 {
+      let mut __ic28: i32 = 0;
+      if __ta28 {
         if __tid == 0 {
           let mut __pi: i32 = 0;
           while __pi < 1i32 && (__pi as i64) < __n {
@@ -2117,7 +2117,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               if ((__step > 0 && __nx < __end)
                 || (__step < 0 && __nx > __end))
               {
-                let start_n_26: i32 = __nx;
+                let start_n_28: i32 = __nx;
                 for __jc in 0..2usize {
                   let __c = ::kernel_std::__private::device::opaque_usize(
                     __jc * 256usize + __tid,
@@ -2130,7 +2130,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2155,7 +2155,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2188,7 +2188,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     });
                     if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2236,7 +2236,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2258,7 +2258,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2309,7 +2309,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2331,7 +2331,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2382,7 +2382,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2404,7 +2404,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2455,7 +2455,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2477,7 +2477,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2528,7 +2528,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2550,7 +2550,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2601,7 +2601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2623,7 +2623,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2674,7 +2674,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2696,7 +2696,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2747,7 +2747,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2769,7 +2769,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2823,7 +2823,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2848,7 +2848,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2870,7 +2870,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     );
                     let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2907,7 +2907,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2929,7 +2929,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2968,7 +2968,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2990,7 +2990,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3029,7 +3029,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3051,7 +3051,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3090,7 +3090,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3112,7 +3112,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3151,7 +3151,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3173,7 +3173,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3212,7 +3212,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3234,7 +3234,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3273,7 +3273,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3295,7 +3295,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3334,7 +3334,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3356,7 +3356,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3397,14 +3397,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
         }
       }
       let mut __buf1: u32 = 0;
-      if __ta26 {
+      if __ta28 {
         let mut __i: i32 = __start;
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
-          let __buf1: u32 = (__ic26 as u32) % 2u32;
-          let __aph26: u32 = ((__ic26 as u32) / 2u32) & 1;
+          let start_n_28: i32 = __i;
+          let __buf1: u32 = (__ic28 as u32) % 2u32;
+          let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3414,7 +3414,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 || (__step < 0 && __nx > __end))
               {
                 {
-                  let __it: i32 = __ic26 + 1i32;
+                  let __it: i32 = __ic28 + 1i32;
                   let __buf: usize = (if __buf1 == 0 {
                     1u32
                   } else {
@@ -3511,7 +3511,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (65536usize + (__buf1 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -3530,7 +3530,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -3646,7 +3646,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               0usize,
             >(&mut __mma8);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3659,7 +3659,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma8[__j];
+              qk_33[__j] = __mma8[__j];
             },
           );
           let __red9: [f32; 2usize] = {
@@ -3678,7 +3678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -3687,7 +3687,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3717,7 +3717,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3779,7 +3779,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3793,13 +3793,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red9[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3812,11 +3812,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -3825,7 +3825,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3855,7 +3855,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -3872,12 +3872,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3891,10 +3891,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -3915,7 +3915,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3977,7 +3977,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red10[__j],
               );
@@ -3997,7 +3997,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -4020,7 +4020,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (65536usize + (__buf1 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -4039,7 +4039,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -4086,7 +4086,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -4203,10 +4203,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
-          __ic26 += 1;
+          __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
             None => break,
@@ -4217,14 +4217,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
+          let start_n_28: i32 = __i;
           if let Some(__nx) = (1 as i32)
             .checked_mul(__step)
             .and_then(|s| __i.checked_add(s))
           {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_26: i32 = __nx;
+              let start_n_28: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = ::kernel_std::__private::device::opaque_usize(
                   __jc * 256usize + __tid,
@@ -4237,7 +4237,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4262,7 +4262,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4295,7 +4295,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4348,7 +4348,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4370,7 +4370,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4425,7 +4425,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4447,7 +4447,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4502,7 +4502,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4524,7 +4524,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4579,7 +4579,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4601,7 +4601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4656,7 +4656,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4678,7 +4678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4733,7 +4733,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4755,7 +4755,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4810,7 +4810,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4832,7 +4832,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4887,7 +4887,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4909,7 +4909,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4963,7 +4963,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4988,7 +4988,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5010,7 +5010,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5052,7 +5052,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5074,7 +5074,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5117,7 +5117,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5139,7 +5139,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5182,7 +5182,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5204,7 +5204,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5247,7 +5247,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5269,7 +5269,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5312,7 +5312,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5334,7 +5334,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5377,7 +5377,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5399,7 +5399,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5442,7 +5442,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5464,7 +5464,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5507,7 +5507,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5529,7 +5529,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5662,7 +5662,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               0usize,
             >(&mut __mma13);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5675,7 +5675,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma13[__j];
+              qk_33[__j] = __mma13[__j];
             },
           );
           let __red14: [f32; 2usize] = {
@@ -5694,7 +5694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -5703,7 +5703,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -5733,7 +5733,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5795,7 +5795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5809,13 +5809,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red14[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5828,11 +5828,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -5841,7 +5841,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5871,7 +5871,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5888,12 +5888,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5907,10 +5907,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -5931,7 +5931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5993,7 +5993,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red15[__j],
               );
@@ -6013,7 +6013,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -6047,7 +6047,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -6164,7 +6164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
           __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -6174,7 +6174,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           };
         }
       }
-      if __ta26 {
+      if __ta28 {
         ::kernel_std::__private::device::bar_sync();
         if __tid == 0 {
           ::kernel_std::__private::device::mbarrier_inval(
@@ -6187,7 +6187,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
         ::kernel_std::__private::device::bar_sync();
       }
     }
-    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_40: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -6215,8 +6215,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_40[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_40[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -6445,7 +6445,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_36[__j]
+            o_40[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -6704,7 +6704,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -6763,7 +6763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -804,7 +804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           __tW0,
           __tO0,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_kn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -814,7 +814,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -837,7 +837,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -846,7 +846,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -871,7 +871,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -880,7 +880,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -905,7 +905,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -914,7 +914,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1013,7 +1013,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           __tW1,
           __tO1,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_vn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -1023,7 +1023,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1046,7 +1046,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1055,7 +1055,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1080,7 +1080,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1089,7 +1089,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1114,7 +1114,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1123,7 +1123,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1220,7 +1220,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1229,7 +1229,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1254,7 +1254,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1263,7 +1263,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1288,7 +1288,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1297,7 +1297,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1325,7 +1325,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             };
           let __tok0: bool = __tok0
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin0
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -1359,7 +1359,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         i64,
                       >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32).wrapping_add((__r) as i32),
                           ),
                         )
@@ -1369,7 +1369,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             i64,
                           >(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32).wrapping_add((0usize) as i32),
                             ),
                           ),
@@ -1394,7 +1394,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_k_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -1415,7 +1415,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1440,7 +1440,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1449,7 +1449,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1474,7 +1474,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1483,7 +1483,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1508,7 +1508,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1517,7 +1517,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1545,7 +1545,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             };
           let __tok1: bool = __tok1
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin1
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
@@ -1563,7 +1563,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1590,7 +1590,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1631,7 +1631,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_v_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -1653,7 +1653,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1681,7 +1681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
         if __tgo {
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -1692,7 +1692,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && ({
                   let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1702,7 +1702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       ),
                   );
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1726,7 +1726,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -1737,7 +1737,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && ({
                   let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1747,7 +1747,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       ),
                   );
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1772,7 +1772,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -1783,7 +1783,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && ({
                     let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1793,7 +1793,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         ),
                     );
                     let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1817,7 +1817,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -1828,7 +1828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && ({
                     let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1838,7 +1838,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         ),
                     );
                     let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1863,7 +1863,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           }
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -1874,7 +1874,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1890,7 +1890,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -1901,7 +1901,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1918,7 +1918,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -1929,7 +1929,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1945,7 +1945,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -1956,7 +1956,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2019,11 +2019,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
         );
         ::kernel_std::__private::device::fence_mbarrier_init();
       }
-      let __ta26: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __ta28: bool = ::kernel_std::__private::device::bar_and(__tok);
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
-      let mut __ic26: i32 = 0;
-      if __ta26 {
+      let mut __ic28: i32 = 0;
+      if __ta28 {
         if __tid == 0 {
           let mut __pi: i32 = 0;
           while __pi < 1i32 && (__pi as i64) < __n {
@@ -2115,7 +2115,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               if ((__step > 0 && __nx < __end)
                 || (__step < 0 && __nx > __end))
               {
-                let start_n_26: i32 = __nx;
+                let start_n_28: i32 = __nx;
                 for __jc in 0..4usize {
                   let __c = ::kernel_std::__private::device::opaque_usize(
                     __jc * 128usize + __tid,
@@ -2128,7 +2128,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2153,7 +2153,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2186,7 +2186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     });
                     if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2234,7 +2234,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2256,7 +2256,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2307,7 +2307,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2329,7 +2329,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2380,7 +2380,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2402,7 +2402,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2453,7 +2453,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2475,7 +2475,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2526,7 +2526,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2548,7 +2548,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2599,7 +2599,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2621,7 +2621,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2672,7 +2672,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2694,7 +2694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2745,7 +2745,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2767,7 +2767,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2821,7 +2821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2846,7 +2846,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2868,7 +2868,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     );
                     let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2905,7 +2905,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2927,7 +2927,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2966,7 +2966,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2988,7 +2988,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3027,7 +3027,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3049,7 +3049,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3088,7 +3088,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3110,7 +3110,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3149,7 +3149,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3171,7 +3171,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3210,7 +3210,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3232,7 +3232,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3271,7 +3271,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3293,7 +3293,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3332,7 +3332,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3354,7 +3354,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3395,14 +3395,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
         }
       }
       let mut __buf1: u32 = 0;
-      if __ta26 {
+      if __ta28 {
         let mut __i: i32 = __start;
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
-          let __buf1: u32 = (__ic26 as u32) % 2u32;
-          let __aph26: u32 = ((__ic26 as u32) / 2u32) & 1;
+          let start_n_28: i32 = __i;
+          let __buf1: u32 = (__ic28 as u32) % 2u32;
+          let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3412,7 +3412,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 || (__step < 0 && __nx > __end))
               {
                 {
-                  let __it: i32 = __ic26 + 1i32;
+                  let __it: i32 = __ic28 + 1i32;
                   let __buf: usize = (if __buf1 == 0 {
                     1u32
                   } else {
@@ -3509,7 +3509,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (49152usize + (__buf1 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -3528,7 +3528,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -3644,7 +3644,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               0usize,
             >(&mut __mma8);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3657,7 +3657,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma8[__j];
+              qk_33[__j] = __mma8[__j];
             },
           );
           let __red9: [f32; 2usize] = {
@@ -3676,7 +3676,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -3685,7 +3685,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3715,7 +3715,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3777,7 +3777,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3790,13 +3790,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red9[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3809,11 +3809,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -3822,7 +3822,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3852,7 +3852,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -3869,12 +3869,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3887,10 +3887,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -3911,7 +3911,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3972,7 +3972,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red10[__j],
               );
@@ -3992,7 +3992,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -4015,7 +4015,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (49152usize + (__buf1 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -4034,7 +4034,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -4081,7 +4081,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -4197,10 +4197,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
-          __ic26 += 1;
+          __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
             None => break,
@@ -4211,14 +4211,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
+          let start_n_28: i32 = __i;
           if let Some(__nx) = (1 as i32)
             .checked_mul(__step)
             .and_then(|s| __i.checked_add(s))
           {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_26: i32 = __nx;
+              let start_n_28: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = ::kernel_std::__private::device::opaque_usize(
                   __jc * 128usize + __tid,
@@ -4231,7 +4231,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4256,7 +4256,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4289,7 +4289,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4342,7 +4342,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4364,7 +4364,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4419,7 +4419,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4441,7 +4441,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4496,7 +4496,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4518,7 +4518,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4573,7 +4573,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4595,7 +4595,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4650,7 +4650,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4672,7 +4672,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4727,7 +4727,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4749,7 +4749,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4804,7 +4804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4826,7 +4826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4881,7 +4881,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4903,7 +4903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4957,7 +4957,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4982,7 +4982,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5004,7 +5004,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5046,7 +5046,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5068,7 +5068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5111,7 +5111,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5133,7 +5133,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5176,7 +5176,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5198,7 +5198,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5241,7 +5241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5263,7 +5263,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5306,7 +5306,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5328,7 +5328,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5371,7 +5371,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5393,7 +5393,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5436,7 +5436,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5458,7 +5458,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5501,7 +5501,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5523,7 +5523,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5656,7 +5656,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               0usize,
             >(&mut __mma13);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5669,7 +5669,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma13[__j];
+              qk_33[__j] = __mma13[__j];
             },
           );
           let __red14: [f32; 2usize] = {
@@ -5688,7 +5688,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -5697,7 +5697,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -5727,7 +5727,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5789,7 +5789,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5802,13 +5802,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red14[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5821,11 +5821,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -5834,7 +5834,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5864,7 +5864,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5881,12 +5881,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5899,10 +5899,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -5923,7 +5923,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5984,7 +5984,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red15[__j],
               );
@@ -6004,7 +6004,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -6038,7 +6038,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -6154,7 +6154,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
           __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -6164,7 +6164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           };
         }
       }
-      if __ta26 {
+      if __ta28 {
         ::kernel_std::__private::device::bar_sync();
         if __tid == 0 {
           ::kernel_std::__private::device::mbarrier_inval(
@@ -6177,7 +6177,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
         ::kernel_std::__private::device::bar_sync();
       }
     }
-    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_40: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -6205,8 +6205,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_40[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_40[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -6435,7 +6435,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_36[__j]
+            o_40[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -6694,7 +6694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -6753,7 +6753,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

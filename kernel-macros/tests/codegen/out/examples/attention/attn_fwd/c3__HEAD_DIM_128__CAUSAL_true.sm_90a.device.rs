@@ -3642,7 +3642,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma2);
           }
-          let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3655,7 +3655,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_21[__j] = __mma2[__j];
+              qk_23[__j] = __mma2[__j];
             },
           );
           let __red3: [f32; 2usize] = {
@@ -3672,7 +3672,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = qk_21[__j];
+                let __x = qk_23[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3718,7 +3718,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3731,7 +3731,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_24[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   __red3[__j],
@@ -3740,7 +3740,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_25: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3753,18 +3753,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Float>::fma(
-                  qk_21[__j],
+                  qk_23[__j],
                   qk_scale_15,
                   <f32 as ::kernel_std::__private::device::Num>::neg(
-                    m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                    m_ij_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
                   ),
                 ),
               );
             },
           );
-          let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_26: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3777,10 +3777,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_26[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_22[__j],
+                  m_ij_24[__j],
                 ),
               );
             },
@@ -3801,7 +3801,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_23[__j];
+                let __x = p_25[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3862,7 +3862,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_24[__j],
+                  alpha_26[__j],
                 ),
                 __red4[__j],
               );
@@ -3882,7 +3882,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_26[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -3920,7 +3920,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_23[__j]
+                  p_25[__j]
                 },
               );
               [
@@ -4036,7 +4036,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_22[__j];
+              m_i_12[__j] = m_ij_24[__j];
             },
           );
           __ic18 += 1;
@@ -5247,7 +5247,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma7);
           }
-          let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5260,7 +5260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_21[__j] = __mma7[__j];
+              qk_23[__j] = __mma7[__j];
             },
           );
           let __red8: [f32; 2usize] = {
@@ -5277,7 +5277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = qk_21[__j];
+                let __x = qk_23[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5323,7 +5323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5336,7 +5336,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_24[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   __red8[__j],
@@ -5345,7 +5345,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_25: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5358,18 +5358,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Float>::fma(
-                  qk_21[__j],
+                  qk_23[__j],
                   qk_scale_15,
                   <f32 as ::kernel_std::__private::device::Num>::neg(
-                    m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                    m_ij_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
                   ),
                 ),
               );
             },
           );
-          let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_26: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5382,10 +5382,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_26[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_22[__j],
+                  m_ij_24[__j],
                 ),
               );
             },
@@ -5406,7 +5406,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_23[__j];
+                let __x = p_25[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5467,7 +5467,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_24[__j],
+                  alpha_26[__j],
                 ),
                 __red9[__j],
               );
@@ -5487,7 +5487,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_26[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -5521,7 +5521,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_23[__j]
+                  p_25[__j]
                 },
               );
               [
@@ -5637,7 +5637,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_22[__j];
+              m_i_12[__j] = m_ij_24[__j];
             },
           );
           __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -6365,7 +6365,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           __tW0,
           __tO0,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_kn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -6375,7 +6375,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6398,7 +6398,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6407,7 +6407,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6432,7 +6432,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6441,7 +6441,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6466,7 +6466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6475,7 +6475,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6574,7 +6574,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           __tW1,
           __tO1,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_vn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -6584,7 +6584,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6607,7 +6607,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6616,7 +6616,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6641,7 +6641,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6650,7 +6650,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6675,7 +6675,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6684,7 +6684,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6781,7 +6781,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -6790,7 +6790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -6815,7 +6815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -6824,7 +6824,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -6849,7 +6849,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -6858,7 +6858,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -6886,7 +6886,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             };
           let __tok0: bool = __tok0
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin0
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -6920,7 +6920,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         i64,
                       >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32).wrapping_add((__r) as i32),
                           ),
                         )
@@ -6930,7 +6930,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             i64,
                           >(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32).wrapping_add((0usize) as i32),
                             ),
                           ),
@@ -6955,7 +6955,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_k_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -6976,7 +6976,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -7001,7 +7001,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -7010,7 +7010,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7035,7 +7035,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -7044,7 +7044,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7069,7 +7069,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -7078,7 +7078,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7106,7 +7106,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             };
           let __tok1: bool = __tok1
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin1
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
@@ -7124,7 +7124,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7151,7 +7151,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7192,7 +7192,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_v_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -7214,7 +7214,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -7242,7 +7242,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         if __tgo {
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -7253,7 +7253,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && ({
                   let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7263,7 +7263,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       ),
                   );
                   let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7287,7 +7287,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -7298,7 +7298,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && ({
                   let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7308,7 +7308,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       ),
                   );
                   let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7333,7 +7333,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -7344,7 +7344,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && ({
                     let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7354,7 +7354,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         ),
                     );
                     let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7378,7 +7378,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -7389,7 +7389,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && ({
                     let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7399,7 +7399,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         ),
                     );
                     let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7424,7 +7424,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           }
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -7435,7 +7435,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7451,7 +7451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -7462,7 +7462,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7479,7 +7479,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -7490,7 +7490,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7506,7 +7506,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -7517,7 +7517,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7580,11 +7580,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         );
         ::kernel_std::__private::device::fence_mbarrier_init();
       }
-      let __ta26: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __ta28: bool = ::kernel_std::__private::device::bar_and(__tok);
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
-      let mut __ic26: i32 = 0;
-      if __ta26 {
+      let mut __ic28: i32 = 0;
+      if __ta28 {
         if __tid == 0 {
           let mut __pi: i32 = 0;
           while __pi < 1i32 && (__pi as i64) < __n {
@@ -7676,7 +7676,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               if ((__step > 0 && __nx < __end)
                 || (__step < 0 && __nx > __end))
               {
-                let start_n_26: i32 = __nx;
+                let start_n_28: i32 = __nx;
                 for __jc in 0..4usize {
                   let __c = ::kernel_std::__private::device::opaque_usize(
                     __jc * 128usize + __tid,
@@ -7689,7 +7689,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7714,7 +7714,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7747,7 +7747,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     });
                     if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7795,7 +7795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -7817,7 +7817,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -7868,7 +7868,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -7890,7 +7890,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -7941,7 +7941,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -7963,7 +7963,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8014,7 +8014,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8036,7 +8036,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8087,7 +8087,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8109,7 +8109,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8160,7 +8160,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8182,7 +8182,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8233,7 +8233,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8255,7 +8255,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8306,7 +8306,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8328,7 +8328,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8382,7 +8382,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -8407,7 +8407,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -8429,7 +8429,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     );
                     let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8466,7 +8466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8488,7 +8488,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8527,7 +8527,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8549,7 +8549,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8588,7 +8588,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8610,7 +8610,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8649,7 +8649,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8671,7 +8671,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8710,7 +8710,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8732,7 +8732,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8771,7 +8771,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8793,7 +8793,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8832,7 +8832,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8854,7 +8854,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8893,7 +8893,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8915,7 +8915,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8956,14 +8956,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         }
       }
       let mut __buf12: u32 = 0;
-      if __ta26 {
+      if __ta28 {
         let mut __i: i32 = __start;
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
-          let __buf12: u32 = (__ic26 as u32) % 2u32;
-          let __aph26: u32 = ((__ic26 as u32) / 2u32) & 1;
+          let start_n_28: i32 = __i;
+          let __buf12: u32 = (__ic28 as u32) % 2u32;
+          let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -8973,7 +8973,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 || (__step < 0 && __nx > __end))
               {
                 {
-                  let __it: i32 = __ic26 + 1i32;
+                  let __it: i32 = __ic28 + 1i32;
                   let __buf: usize = (if __buf12 == 0 {
                     1u32
                   } else {
@@ -9070,7 +9070,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (49152usize + (__buf12 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -9090,7 +9090,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -9206,7 +9206,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma19);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -9219,7 +9219,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma19[__j];
+              qk_33[__j] = __mma19[__j];
             },
           );
           let __red20: [f32; 2usize] = {
@@ -9238,7 +9238,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -9247,7 +9247,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9277,7 +9277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -9339,7 +9339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -9352,13 +9352,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red20[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -9371,11 +9371,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -9384,7 +9384,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -9414,7 +9414,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -9431,12 +9431,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -9449,10 +9449,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -9473,7 +9473,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -9534,7 +9534,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red21[__j],
               );
@@ -9554,7 +9554,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -9577,7 +9577,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (49152usize + (__buf12 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -9597,7 +9597,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -9644,7 +9644,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -9760,10 +9760,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
-          __ic26 += 1;
+          __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
             None => break,
@@ -9774,14 +9774,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
+          let start_n_28: i32 = __i;
           if let Some(__nx) = (1 as i32)
             .checked_mul(__step)
             .and_then(|s| __i.checked_add(s))
           {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_26: i32 = __nx;
+              let start_n_28: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = ::kernel_std::__private::device::opaque_usize(
                   __jc * 128usize + __tid,
@@ -9794,7 +9794,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -9819,7 +9819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -9852,7 +9852,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -9905,7 +9905,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -9927,7 +9927,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -9982,7 +9982,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10004,7 +10004,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10059,7 +10059,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10081,7 +10081,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10136,7 +10136,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10158,7 +10158,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10213,7 +10213,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10235,7 +10235,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10290,7 +10290,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10312,7 +10312,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10367,7 +10367,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10389,7 +10389,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10444,7 +10444,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10466,7 +10466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10520,7 +10520,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -10545,7 +10545,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -10567,7 +10567,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -10609,7 +10609,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10631,7 +10631,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10674,7 +10674,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10696,7 +10696,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10739,7 +10739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10761,7 +10761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10804,7 +10804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10826,7 +10826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10869,7 +10869,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10891,7 +10891,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10934,7 +10934,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10956,7 +10956,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10999,7 +10999,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11021,7 +11021,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11064,7 +11064,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11086,7 +11086,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11219,7 +11219,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma24);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -11232,7 +11232,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma24[__j];
+              qk_33[__j] = __mma24[__j];
             },
           );
           let __red25: [f32; 2usize] = {
@@ -11251,7 +11251,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -11260,7 +11260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -11290,7 +11290,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -11352,7 +11352,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -11365,13 +11365,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red25[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -11384,11 +11384,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -11397,7 +11397,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -11427,7 +11427,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11444,12 +11444,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -11462,10 +11462,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -11486,7 +11486,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -11547,7 +11547,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red26[__j],
               );
@@ -11567,7 +11567,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -11601,7 +11601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -11717,7 +11717,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
           __buf12 = if __buf12 == 1u32 { 0 } else { __buf12 + 1 };
@@ -11727,7 +11727,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
           };
         }
       }
-      if __ta26 {
+      if __ta28 {
         ::kernel_std::__private::device::bar_sync();
         if __tid == 0 {
           ::kernel_std::__private::device::mbarrier_inval(
@@ -11740,7 +11740,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
         ::kernel_std::__private::device::bar_sync();
       }
     }
-    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_40: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -11768,8 +11768,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_40[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_40[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -11998,7 +11998,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_36[__j]
+            o_40[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -12257,7 +12257,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -12316,7 +12316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -801,7 +801,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           __tW0,
           __tO0,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_kn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -811,7 +811,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -834,7 +834,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -843,7 +843,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -868,7 +868,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -877,7 +877,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -902,7 +902,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -911,7 +911,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1009,7 +1009,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           __tW1,
           __tO1,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_vn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -1019,7 +1019,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1042,7 +1042,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1051,7 +1051,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1076,7 +1076,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1085,7 +1085,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1110,7 +1110,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -1119,7 +1119,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1215,7 +1215,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1224,7 +1224,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1249,7 +1249,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1258,7 +1258,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1283,7 +1283,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1292,7 +1292,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1320,7 +1320,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             };
           let __tok0: bool = __tok0
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin0
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -1354,7 +1354,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         i64,
                       >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32).wrapping_add((__r) as i32),
                           ),
                         )
@@ -1364,7 +1364,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             i64,
                           >(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32).wrapping_add((0usize) as i32),
                             ),
                           ),
@@ -1389,7 +1389,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_k_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -1410,7 +1410,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1435,7 +1435,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1444,7 +1444,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1469,7 +1469,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1478,7 +1478,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1503,7 +1503,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -1512,7 +1512,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1540,7 +1540,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             };
           let __tok1: bool = __tok1
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin1
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
@@ -1558,7 +1558,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1585,7 +1585,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1626,7 +1626,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_v_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       32usize,
@@ -1648,7 +1648,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1676,7 +1676,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
         if __tgo {
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               64usize,
@@ -1687,7 +1687,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               __mall = __mall
                 && ({
                   let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1697,7 +1697,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       ),
                   );
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1721,7 +1721,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               64usize,
@@ -1732,7 +1732,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               __mall = __mall
                 && ({
                   let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1742,7 +1742,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       ),
                   );
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1767,7 +1767,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 64usize,
@@ -1778,7 +1778,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 __mmid = __mmid
                   && ({
                     let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1788,7 +1788,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         ),
                     );
                     let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1812,7 +1812,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 64usize,
@@ -1823,7 +1823,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 __mmid = __mmid
                   && ({
                     let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1833,7 +1833,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         ),
                     );
                     let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1858,7 +1858,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           }
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -1869,7 +1869,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1885,7 +1885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               32usize,
@@ -1896,7 +1896,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1913,7 +1913,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -1924,7 +1924,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1940,7 +1940,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 32usize,
@@ -1951,7 +1951,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2014,11 +2014,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
         );
         ::kernel_std::__private::device::fence_mbarrier_init();
       }
-      let __ta26: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __ta28: bool = ::kernel_std::__private::device::bar_and(__tok);
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
-      let mut __ic26: i32 = 0;
-      if __ta26 {
+      let mut __ic28: i32 = 0;
+      if __ta28 {
         if __tid == 0 {
           let mut __pi: i32 = 0;
           while __pi < 1i32 && (__pi as i64) < __n {
@@ -2088,7 +2088,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               if ((__step > 0 && __nx < __end)
                 || (__step < 0 && __nx > __end))
               {
-                let start_n_26: i32 = __nx;
+                let start_n_28: i32 = __nx;
                 for __jc in 0..2usize {
                   let __c = ::kernel_std::__private::device::opaque_usize(
                     __jc * 128usize + __tid,
@@ -2101,7 +2101,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2126,7 +2126,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2156,7 +2156,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     });
                     if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2201,7 +2201,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2223,7 +2223,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2271,7 +2271,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2293,7 +2293,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2341,7 +2341,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2363,7 +2363,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2411,7 +2411,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2433,7 +2433,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2481,7 +2481,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2503,7 +2503,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2551,7 +2551,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2573,7 +2573,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2621,7 +2621,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2643,7 +2643,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2691,7 +2691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2713,7 +2713,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2764,7 +2764,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2789,7 +2789,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2811,7 +2811,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     );
                     let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2848,7 +2848,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2870,7 +2870,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2909,7 +2909,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2931,7 +2931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2970,7 +2970,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -2992,7 +2992,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3031,7 +3031,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3053,7 +3053,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3092,7 +3092,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3114,7 +3114,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3153,7 +3153,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3175,7 +3175,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3214,7 +3214,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3236,7 +3236,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3275,7 +3275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -3297,7 +3297,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3338,14 +3338,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
         }
       }
       let mut __buf1: u32 = 0;
-      if __ta26 {
+      if __ta28 {
         let mut __i: i32 = __start;
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
-          let __buf1: u32 = (__ic26 as u32) % 2u32;
-          let __aph26: u32 = ((__ic26 as u32) / 2u32) & 1;
+          let start_n_28: i32 = __i;
+          let __buf1: u32 = (__ic28 as u32) % 2u32;
+          let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3355,7 +3355,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 || (__step < 0 && __nx > __end))
               {
                 {
-                  let __it: i32 = __ic26 + 1i32;
+                  let __it: i32 = __ic28 + 1i32;
                   let __buf: usize = (if __buf1 == 0 {
                     1u32
                   } else {
@@ -3430,7 +3430,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (24576usize + (__buf1 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -3449,7 +3449,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -3538,7 +3538,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               0usize,
             >(&mut __mma8);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3551,7 +3551,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma8[__j];
+              qk_33[__j] = __mma8[__j];
             },
           );
           let __red9: [f32; 2usize] = {
@@ -3570,7 +3570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -3579,7 +3579,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3609,7 +3609,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3671,7 +3671,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3684,13 +3684,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red9[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3703,11 +3703,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -3716,7 +3716,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3746,7 +3746,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -3763,12 +3763,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3781,10 +3781,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -3805,7 +3805,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3866,7 +3866,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red10[__j],
               );
@@ -3886,7 +3886,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -3909,7 +3909,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (24576usize + (__buf1 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -3928,7 +3928,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -3972,7 +3972,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -4088,10 +4088,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
-          __ic26 += 1;
+          __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
             None => break,
@@ -4102,14 +4102,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
+          let start_n_28: i32 = __i;
           if let Some(__nx) = (1 as i32)
             .checked_mul(__step)
             .and_then(|s| __i.checked_add(s))
           {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_26: i32 = __nx;
+              let start_n_28: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = ::kernel_std::__private::device::opaque_usize(
                   __jc * 128usize + __tid,
@@ -4122,7 +4122,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4147,7 +4147,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4177,7 +4177,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4227,7 +4227,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4249,7 +4249,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4301,7 +4301,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4323,7 +4323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4375,7 +4375,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4397,7 +4397,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4449,7 +4449,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4471,7 +4471,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4523,7 +4523,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4545,7 +4545,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4597,7 +4597,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4619,7 +4619,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4671,7 +4671,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4693,7 +4693,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4745,7 +4745,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4767,7 +4767,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4818,7 +4818,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4843,7 +4843,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -4865,7 +4865,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4907,7 +4907,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4929,7 +4929,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4972,7 +4972,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -4994,7 +4994,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5037,7 +5037,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5059,7 +5059,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5102,7 +5102,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5124,7 +5124,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5167,7 +5167,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5189,7 +5189,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5232,7 +5232,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5254,7 +5254,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5297,7 +5297,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5319,7 +5319,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5362,7 +5362,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -5384,7 +5384,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5493,7 +5493,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               0usize,
             >(&mut __mma13);
           }
-          let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5506,7 +5506,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma13[__j];
+              qk_33[__j] = __mma13[__j];
             },
           );
           let __red14: [f32; 2usize] = {
@@ -5525,7 +5525,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -5534,7 +5534,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -5564,7 +5564,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5626,7 +5626,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5639,13 +5639,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red14[__j],
               );
             },
           );
-          let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -5658,11 +5658,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -5671,7 +5671,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -5701,7 +5701,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5718,12 +5718,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5736,10 +5736,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -5760,7 +5760,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 16usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5821,7 +5821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red15[__j],
               );
@@ -5841,7 +5841,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -5875,7 +5875,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     + ((__warp / 4) % 1usize) * 32usize
                     + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -5991,7 +5991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
           __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -6001,7 +6001,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
           };
         }
       }
-      if __ta26 {
+      if __ta28 {
         ::kernel_std::__private::device::bar_sync();
         if __tid == 0 {
           ::kernel_std::__private::device::mbarrier_inval(
@@ -6014,7 +6014,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
         ::kernel_std::__private::device::bar_sync();
       }
     }
-    let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+    let mut o_40: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -6042,8 +6042,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_40[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_40[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -6272,7 +6272,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_36[__j]
+            o_40[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -6455,7 +6455,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -6514,7 +6514,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -3644,7 +3644,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma2);
           }
-          let mut qk_21: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_23: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -3657,7 +3657,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_21[__j] = __mma2[__j];
+              qk_23[__j] = __mma2[__j];
             },
           );
           let __red3: [f32; 2usize] = {
@@ -3674,7 +3674,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = qk_21[__j];
+                let __x = qk_23[__j];
                 let __i: usize = {
                   const __L: [usize; 32usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3722,7 +3722,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3736,7 +3736,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_24[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   __red3[__j],
@@ -3745,7 +3745,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          let mut p_23: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_25: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -3758,18 +3758,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Float>::fma(
-                  qk_21[__j],
+                  qk_23[__j],
                   qk_scale_15,
                   <f32 as ::kernel_std::__private::device::Num>::neg(
-                    m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                    m_ij_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
                   ),
                 ),
               );
             },
           );
-          let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_26: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3783,10 +3783,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_26[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_22[__j],
+                  m_ij_24[__j],
                 ),
               );
             },
@@ -3807,7 +3807,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_23[__j];
+                let __x = p_25[__j];
                 let __i: usize = {
                   const __L: [usize; 32usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3871,7 +3871,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_24[__j],
+                  alpha_26[__j],
                 ),
                 __red4[__j],
               );
@@ -3891,7 +3891,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_26[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -3929,7 +3929,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 64usize
                     + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_23[__j]
+                  p_25[__j]
                 },
               );
               [
@@ -4106,7 +4106,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_22[__j];
+              m_i_12[__j] = m_ij_24[__j];
             },
           );
           __ic18 += 1;
@@ -5317,7 +5317,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma7);
           }
-          let mut qk_21: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_23: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -5330,7 +5330,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_21[__j] = __mma7[__j];
+              qk_23[__j] = __mma7[__j];
             },
           );
           let __red8: [f32; 2usize] = {
@@ -5347,7 +5347,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = qk_21[__j];
+                let __x = qk_23[__j];
                 let __i: usize = {
                   const __L: [usize; 32usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5395,7 +5395,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5409,7 +5409,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_24[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   __red8[__j],
@@ -5418,7 +5418,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          let mut p_23: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_25: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -5431,18 +5431,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Float>::fma(
-                  qk_21[__j],
+                  qk_23[__j],
                   qk_scale_15,
                   <f32 as ::kernel_std::__private::device::Num>::neg(
-                    m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                    m_ij_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
                   ),
                 ),
               );
             },
           );
-          let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_26: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -5456,10 +5456,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_26[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_22[__j],
+                  m_ij_24[__j],
                 ),
               );
             },
@@ -5480,7 +5480,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_23[__j];
+                let __x = p_25[__j];
                 let __i: usize = {
                   const __L: [usize; 32usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -5544,7 +5544,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_24[__j],
+                  alpha_26[__j],
                 ),
                 __red9[__j],
               );
@@ -5564,7 +5564,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_26[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -5598,7 +5598,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 64usize
                     + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_23[__j]
+                  p_25[__j]
                 },
               );
               [
@@ -5775,7 +5775,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_22[__j];
+              m_i_12[__j] = m_ij_24[__j];
             },
           );
           __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -6503,7 +6503,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           __tW0,
           __tO0,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_kn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -6513,7 +6513,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6536,7 +6536,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6545,7 +6545,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6570,7 +6570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6579,7 +6579,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6604,7 +6604,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6613,7 +6613,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6712,7 +6712,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           __tW1,
           __tO1,
         ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-          let start_n_26: i32 = __start;
+          let start_n_28: i32 = __start;
           {
             let __tW: i64 = __p_stride_vn as i64;
             let __tO: i64 = ::kernel_std::__private::device::cast::<
@@ -6722,7 +6722,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6745,7 +6745,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             let __first: i64 = {
               let __it: i64 = 0;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6754,7 +6754,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6779,7 +6779,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             let __second: i64 = {
               let __it: i64 = 1;
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6788,7 +6788,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6813,7 +6813,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             let __last: i64 = {
               let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
               ({
-                let start_n_26: i32 = ((__start as i64)
+                let start_n_28: i32 = ((__start as i64)
                   + __it * (__step as i64)) as i32;
                 ::kernel_std::__private::device::cast::<
                   i32,
@@ -6822,7 +6822,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6919,7 +6919,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -6928,7 +6928,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -6953,7 +6953,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -6962,7 +6962,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -6987,7 +6987,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -6996,7 +6996,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7024,7 +7024,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             };
           let __tok0: bool = __tok0
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin0
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -7058,7 +7058,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         i64,
                       >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32).wrapping_add((__r) as i32),
                           ),
                         )
@@ -7068,7 +7068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             i64,
                           >(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32).wrapping_add((0usize) as i32),
                             ),
                           ),
@@ -7093,7 +7093,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_k_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       64usize,
@@ -7114,7 +7114,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -7139,7 +7139,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               let __first: i64 = {
                 let __it: i64 = 0;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -7148,7 +7148,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7173,7 +7173,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               let __second: i64 = {
                 let __it: i64 = 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -7182,7 +7182,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7207,7 +7207,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               let __last: i64 = {
                 let __it: i64 = __n - 1;
                 ({
-                  let start_n_26: i32 = ((__start as i64)
+                  let start_n_28: i32 = ((__start as i64)
                     + __it * (__step as i64)) as i32;
                   ::kernel_std::__private::device::cast::<
                     i32,
@@ -7216,7 +7216,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -7244,7 +7244,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             };
           let __tok1: bool = __tok1
             && {
-              let start_n_26: i32 = __start;
+              let start_n_28: i32 = __start;
               __tin1
                 && {
                   let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
@@ -7262,7 +7262,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7289,7 +7289,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7330,7 +7330,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     ::core::hint::cold_path();
                     let __h: i64 = (__len_v_ptr as i64) / __w;
                     let __it: i64 = __nm;
-                    let start_n_26: i32 = ((__start as i64)
+                    let start_n_28: i32 = ((__start as i64)
                       + __it * (__step as i64)) as i32;
                     let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                       64usize,
@@ -7352,7 +7352,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -7380,7 +7380,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         if __tgo {
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -7391,7 +7391,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && ({
                   let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7401,7 +7401,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       ),
                   );
                   let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7425,7 +7425,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               128usize,
@@ -7436,7 +7436,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && ({
                   let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7446,7 +7446,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       ),
                   );
                   let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7471,7 +7471,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -7482,7 +7482,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && ({
                     let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7492,7 +7492,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         ),
                     );
                     let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7516,7 +7516,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 128usize,
@@ -7527,7 +7527,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && ({
                     let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7537,7 +7537,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         ),
                     );
                     let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7562,7 +7562,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           }
           {
             let __it: i64 = 0;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               64usize,
@@ -7573,7 +7573,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7589,7 +7589,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           }
           {
             let __it: i64 = __n - 1;
-            let start_n_26: i32 = ((__start as i64) + __it * (__step as i64))
+            let start_n_28: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               64usize,
@@ -7600,7 +7600,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               __mall = __mall
                 && (<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_26,
+                    start_n_28,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7617,7 +7617,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           if !__mall && __n >= 2 {
             {
               let __it: i64 = 0;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 64usize,
@@ -7628,7 +7628,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7644,7 +7644,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             }
             {
               let __it: i64 = __n - 2;
-              let start_n_26: i32 = ((__start as i64)
+              let start_n_28: i32 = ((__start as i64)
                 + __it * (__step as i64)) as i32;
               let __nr: usize = ::kernel_std::__private::device::opaque_usize(
                 64usize,
@@ -7655,7 +7655,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 __mmid = __mmid
                   && (<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7718,11 +7718,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         );
         ::kernel_std::__private::device::fence_mbarrier_init();
       }
-      let __ta26: bool = ::kernel_std::__private::device::bar_and(__tok);
+      let __ta28: bool = ::kernel_std::__private::device::bar_and(__tok);
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
-      let mut __ic26: i32 = 0;
-      if __ta26 {
+      let mut __ic28: i32 = 0;
+      if __ta28 {
         if __tid == 0 {
           let mut __pi: i32 = 0;
           while __pi < 1i32 && (__pi as i64) < __n {
@@ -7814,7 +7814,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               if ((__step > 0 && __nx < __end)
                 || (__step < 0 && __nx > __end))
               {
-                let start_n_26: i32 = __nx;
+                let start_n_28: i32 = __nx;
                 for __jc in 0..4usize {
                   let __c = ::kernel_std::__private::device::opaque_usize(
                     __jc * 256usize + __tid,
@@ -7827,7 +7827,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7852,7 +7852,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -7885,7 +7885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     });
                     if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7933,7 +7933,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -7955,7 +7955,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8006,7 +8006,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8028,7 +8028,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8079,7 +8079,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8101,7 +8101,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8152,7 +8152,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8174,7 +8174,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8225,7 +8225,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8247,7 +8247,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8298,7 +8298,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8320,7 +8320,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8371,7 +8371,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8393,7 +8393,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8444,7 +8444,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8466,7 +8466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8520,7 +8520,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -8545,7 +8545,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -8567,7 +8567,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     );
                     let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8604,7 +8604,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8626,7 +8626,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8665,7 +8665,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8687,7 +8687,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8726,7 +8726,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8748,7 +8748,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8787,7 +8787,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8809,7 +8809,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8848,7 +8848,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8870,7 +8870,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8909,7 +8909,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8931,7 +8931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -8970,7 +8970,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -8992,7 +8992,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -9031,7 +9031,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
+                                  start_n_28,
                                   (0i32)
                                     .wrapping_add(
                                       ({
@@ -9053,7 +9053,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           );
                           if <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
+                              start_n_28,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -9094,14 +9094,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         }
       }
       let mut __buf12: u32 = 0;
-      if __ta26 {
+      if __ta28 {
         let mut __i: i32 = __start;
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
-          let __buf12: u32 = (__ic26 as u32) % 2u32;
-          let __aph26: u32 = ((__ic26 as u32) / 2u32) & 1;
+          let start_n_28: i32 = __i;
+          let __buf12: u32 = (__ic28 as u32) % 2u32;
+          let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -9111,7 +9111,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 || (__step < 0 && __nx > __end))
               {
                 {
-                  let __it: i32 = __ic26 + 1i32;
+                  let __it: i32 = __ic28 + 1i32;
                   let __buf: usize = (if __buf12 == 0 {
                     1u32
                   } else {
@@ -9208,7 +9208,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (98304usize + (__buf12 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -9228,7 +9228,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -9344,7 +9344,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma19);
           }
-          let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -9357,7 +9357,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma19[__j];
+              qk_33[__j] = __mma19[__j];
             },
           );
           let __red20: [f32; 2usize] = {
@@ -9376,7 +9376,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -9385,7 +9385,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9415,7 +9415,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -9479,7 +9479,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -9493,13 +9493,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red20[__j],
               );
             },
           );
-          let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -9512,11 +9512,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -9525,7 +9525,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -9555,7 +9555,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -9572,12 +9572,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -9591,10 +9591,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -9615,7 +9615,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 32usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -9679,7 +9679,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red21[__j],
               );
@@ -9699,7 +9699,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -9722,7 +9722,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           ::kernel_std::__private::device::mbarrier_wait(
             ::kernel_std::__private::device::smem_addr()
               + (98304usize + (__buf12 as usize) * 8) as u32,
-            __aph26,
+            __aph28,
           );
           let __lastit: bool = match __i.checked_add(__step) {
             Some(__nx) => {
@@ -9742,7 +9742,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             while __e < __ne {
               if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_26,
+                  start_n_28,
                   (0i32)
                     .wrapping_add(
                       ({
@@ -9789,7 +9789,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 64usize
                     + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -9966,10 +9966,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
-          __ic26 += 1;
+          __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
             None => break,
@@ -9980,14 +9980,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         while __step != 0
           && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
         {
-          let start_n_26: i32 = __i;
+          let start_n_28: i32 = __i;
           if let Some(__nx) = (1 as i32)
             .checked_mul(__step)
             .and_then(|s| __i.checked_add(s))
           {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_26: i32 = __nx;
+              let start_n_28: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = ::kernel_std::__private::device::opaque_usize(
                   __jc * 256usize + __tid,
@@ -10000,7 +10000,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -10025,7 +10025,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -10058,7 +10058,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -10111,7 +10111,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10133,7 +10133,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10188,7 +10188,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10210,7 +10210,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10265,7 +10265,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10287,7 +10287,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10342,7 +10342,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10364,7 +10364,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10419,7 +10419,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10441,7 +10441,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10496,7 +10496,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10518,7 +10518,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10573,7 +10573,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10595,7 +10595,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10650,7 +10650,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10672,7 +10672,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10726,7 +10726,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -10751,7 +10751,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -10773,7 +10773,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_26,
+                      start_n_28,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -10815,7 +10815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10837,7 +10837,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10880,7 +10880,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10902,7 +10902,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -10945,7 +10945,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -10967,7 +10967,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11010,7 +11010,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11032,7 +11032,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11075,7 +11075,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11097,7 +11097,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11140,7 +11140,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11162,7 +11162,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11205,7 +11205,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11227,7 +11227,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11270,7 +11270,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
+                                start_n_28,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -11292,7 +11292,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11425,7 +11425,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               0usize,
             >(&mut __mma24);
           }
-          let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -11438,7 +11438,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              qk_29[__j] = __mma24[__j];
+              qk_33[__j] = __mma24[__j];
             },
           );
           let __red25: [f32; 2usize] = {
@@ -11457,7 +11457,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + (__lane % 4) * 2;
                 let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_29[__j],
+                    qk_33[__j],
                     qk_scale_15,
                   );
                   let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -11466,7 +11466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   if <bool as ::kernel_std::__private::device::Int>::and(
                     <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
+                        start_n_28,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -11496,7 +11496,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                             ),
                         ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -11560,7 +11560,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               ),
             ]
           };
-          let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -11574,13 +11574,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
                 __red25[__j],
               );
             },
           );
-          let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+          let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             32usize,
             _,
@@ -11593,11 +11593,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
+                      qk_33[__j],
                       qk_scale_15,
                     );
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -11606,7 +11606,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     if <bool as ::kernel_std::__private::device::Int>::and(
                       <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_26,
+                          start_n_28,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -11636,7 +11636,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                               ),
                           ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
+                            start_n_28,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -11653,12 +11653,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       __wb
                     }
                   },
-                  m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
                 ),
               );
             },
           );
-          let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -11672,10 +11672,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
                   m_i_12[__j],
-                  m_ij_32[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
@@ -11696,7 +11696,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_33[__j];
+                let __x = p_37[__j];
                 let __i: usize = {
                   const __L: [usize; 32usize] = [
                     0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -11760,7 +11760,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                 <f32 as ::kernel_std::__private::device::Num>::mul(
                   l_i_13[__j],
-                  alpha_34[__j],
+                  alpha_38[__j],
                 ),
                 __red26[__j],
               );
@@ -11780,7 +11780,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 + (__lane % 4) * 2;
               acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 acc_14[__j],
-                alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
               );
             },
           );
@@ -11814,7 +11814,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     + ((__warp / 4) % 1usize) * 64usize
                     + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                     + (__lane % 4) * 2;
-                  p_33[__j]
+                  p_37[__j]
                 },
               );
               [
@@ -11991,7 +11991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_32[__j];
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
           __buf12 = if __buf12 == 1u32 { 0 } else { __buf12 + 1 };
@@ -12001,7 +12001,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
           };
         }
       }
-      if __ta26 {
+      if __ta28 {
         ::kernel_std::__private::device::bar_sync();
         if __tid == 0 {
           ::kernel_std::__private::device::mbarrier_inval(
@@ -12014,7 +12014,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
         ::kernel_std::__private::device::bar_sync();
       }
     }
-    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_40: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -12042,8 +12042,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_40[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_40[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -12272,7 +12272,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_36[__j]
+            o_40[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -12531,7 +12531,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -12590,7 +12590,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_36[__j];
+              __sv[__v] = o_40[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -1126,7 +1126,22 @@ pub mod attn_fwd {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
-    asserts: &[],
+    asserts: &[
+      ::kernel_runtime::__private::AssertInfo {
+        line: ::core::line!(),
+        column: ::core::column!(),
+        condition: "start_n % BLOCK_N == 0",
+        message: "the hint `multiple_of(start_n, BLOCK_N)` does not hold",
+        operands: &["start_n"],
+      },
+      ::kernel_runtime::__private::AssertInfo {
+        line: ::core::line!(),
+        column: ::core::column!(),
+        condition: "start_n % BLOCK_N == 0",
+        message: "the hint `multiple_of(start_n, BLOCK_N)` does not hold",
+        operands: &["start_n"],
+      },
+    ],
   };
   fn __meta_for(__config: usize, HEAD_DIM: i32, CAUSAL: bool) -> Meta {
     match __config {
@@ -1714,12 +1729,51 @@ pub mod attn_fwd {
         let mut __i: i32 = __start;
         while (__step > 0 && __i < __end) || (__step < 0 && __i > __end) {
           let start_n_18: i32 = __i;
-          let mut cols_19: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
-            &::kernel_runtime::__private::cpu::Blk::scalar(start_n_18),
+          let mut hint_19: i32 = start_n_18;
+          if !(<i32 as ::kernel_runtime::__private::cpu::Num>::eq(
+            ::kernel_runtime::__private::cpu::try_map2(
+                &::kernel_runtime::__private::cpu::Blk::scalar(hint_19),
+                &::kernel_runtime::__private::cpu::Blk::scalar(
+                  (__meta.BLOCK_N as i32),
+                ),
+                <i32 as ::kernel_runtime::__private::cpu::Num>::rem,
+                &::kernel_runtime::__private::cpu::Site {
+                  kernel: "attn_fwd",
+                  line: line!(),
+                  column: column!(),
+                },
+              )?
+              .into_scalar(),
+            (0i32),
+          )) {
+            return Err(
+              ::kernel_runtime::__private::cpu::assertion_failed(
+                __ctx,
+                "start_n % BLOCK_N == 0",
+                "the hint `multiple_of(start_n, BLOCK_N)` does not hold",
+                None,
+                &[
+                  (
+                    "start_n",
+                    &::kernel_runtime::__private::cpu::Blk::scalar(hint_19)
+                      as &dyn ::kernel_runtime::__private::cpu::BlkText,
+                  ),
+                ],
+                &::kernel_runtime::__private::cpu::Site {
+                  kernel: "attn_fwd",
+                  line: line!(),
+                  column: column!(),
+                },
+              ),
+            );
+          }
+          let mut start_n_20: i32 = hint_19;
+          let mut cols_21: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
+            &::kernel_runtime::__private::cpu::Blk::scalar(start_n_20),
             &offs_n_9,
             <i32 as ::kernel_runtime::__private::cpu::Num>::add,
           );
-          let mut k_20: ::kernel_runtime::__private::cpu::Blk<
+          let mut k_22: ::kernel_runtime::__private::cpu::Blk<
             ::kernel_runtime::__private::f16,
           > = ::kernel_runtime::__private::cpu::load::<
             ::kernel_runtime::__private::f16,
@@ -1730,7 +1784,7 @@ pub mod attn_fwd {
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::map2(
                   &(::kernel_runtime::__private::cpu::expand_dims(
-                    &cols_19,
+                    &cols_21,
                     0usize,
                   )),
                   &::kernel_runtime::__private::cpu::Blk::scalar(
@@ -1754,28 +1808,28 @@ pub mod attn_fwd {
               column: column!(),
             },
           )?;
-          let mut qk_21: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
+          let mut qk_23: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
             ::kernel_runtime::__private::f16,
             ::kernel_runtime::__private::f16,
-          >(&q_11, &k_20, None);
-          let mut m_ij_22: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
+          >(&q_11, &k_22, None);
+          let mut m_ij_24: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
             &m_i_12,
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::reduce_max::<
                 f32,
-              >(&qk_21, 1usize)),
+              >(&qk_23, 1usize)),
               &::kernel_runtime::__private::cpu::Blk::scalar(qk_scale_15),
               <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
             )),
             <f32 as ::kernel_runtime::__private::cpu::Num>::max,
           );
-          let mut p_23: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+          let mut p_25: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
             &(::kernel_runtime::__private::cpu::map3(
-              &qk_21,
+              &qk_23,
               &::kernel_runtime::__private::cpu::Blk::scalar(qk_scale_15),
               &(::kernel_runtime::__private::cpu::map1(
                 &(::kernel_runtime::__private::cpu::expand_dims(
-                  &m_ij_22,
+                  &m_ij_24,
                   1usize,
                 )),
                 <f32 as ::kernel_runtime::__private::cpu::Num>::neg,
@@ -1784,10 +1838,10 @@ pub mod attn_fwd {
             )),
             <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
           );
-          let mut alpha_24: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+          let mut alpha_26: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
             &(::kernel_runtime::__private::cpu::map2(
               &m_i_12,
-              &m_ij_22,
+              &m_ij_24,
               <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
             )),
             <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
@@ -1795,23 +1849,23 @@ pub mod attn_fwd {
           l_i_13 = ::kernel_runtime::__private::cpu::map2(
             &(::kernel_runtime::__private::cpu::map2(
               &l_i_13,
-              &alpha_24,
+              &alpha_26,
               <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
             )),
             &(::kernel_runtime::__private::cpu::reduce_sum::<
               f32,
-            >(&p_23, 1usize)),
+            >(&p_25, 1usize)),
             <f32 as ::kernel_runtime::__private::cpu::Num>::add,
           );
           acc_14 = ::kernel_runtime::__private::cpu::map2(
             &acc_14,
             &(::kernel_runtime::__private::cpu::expand_dims(
-              &alpha_24,
+              &alpha_26,
               1usize,
             )),
             <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
           );
-          let mut v_25: ::kernel_runtime::__private::cpu::Blk<
+          let mut v_27: ::kernel_runtime::__private::cpu::Blk<
             ::kernel_runtime::__private::f16,
           > = ::kernel_runtime::__private::cpu::load::<
             ::kernel_runtime::__private::f16,
@@ -1822,7 +1876,7 @@ pub mod attn_fwd {
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::map2(
                   &(::kernel_runtime::__private::cpu::expand_dims(
-                    &cols_19,
+                    &cols_21,
                     1usize,
                   )),
                   &::kernel_runtime::__private::cpu::Blk::scalar(
@@ -1853,11 +1907,11 @@ pub mod attn_fwd {
             &(::kernel_runtime::__private::cpu::cast::<
               f32,
               ::kernel_runtime::__private::f16,
-            >(&p_23)),
-            &v_25,
+            >(&p_25)),
+            &v_27,
             Some(&acc_14),
           );
-          m_i_12 = m_ij_22.clone();
+          m_i_12 = m_ij_24.clone();
           __i = match __i.checked_add(__step) {
             Some(n) => n,
             None => break,
@@ -1883,13 +1937,52 @@ pub mod attn_fwd {
       }
       let mut __i: i32 = __start;
       while (__step > 0 && __i < __end) || (__step < 0 && __i > __end) {
-        let start_n_26: i32 = __i;
-        let mut cols_27: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
-          &::kernel_runtime::__private::cpu::Blk::scalar(start_n_26),
+        let start_n_28: i32 = __i;
+        let mut hint_29: i32 = start_n_28;
+        if !(<i32 as ::kernel_runtime::__private::cpu::Num>::eq(
+          ::kernel_runtime::__private::cpu::try_map2(
+              &::kernel_runtime::__private::cpu::Blk::scalar(hint_29),
+              &::kernel_runtime::__private::cpu::Blk::scalar(
+                (__meta.BLOCK_N as i32),
+              ),
+              <i32 as ::kernel_runtime::__private::cpu::Num>::rem,
+              &::kernel_runtime::__private::cpu::Site {
+                kernel: "attn_fwd",
+                line: line!(),
+                column: column!(),
+              },
+            )?
+            .into_scalar(),
+          (0i32),
+        )) {
+          return Err(
+            ::kernel_runtime::__private::cpu::assertion_failed(
+              __ctx,
+              "start_n % BLOCK_N == 0",
+              "the hint `multiple_of(start_n, BLOCK_N)` does not hold",
+              None,
+              &[
+                (
+                  "start_n",
+                  &::kernel_runtime::__private::cpu::Blk::scalar(hint_29)
+                    as &dyn ::kernel_runtime::__private::cpu::BlkText,
+                ),
+              ],
+              &::kernel_runtime::__private::cpu::Site {
+                kernel: "attn_fwd",
+                line: line!(),
+                column: column!(),
+              },
+            ),
+          );
+        }
+        let mut start_n_30: i32 = hint_29;
+        let mut cols_31: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
+          &::kernel_runtime::__private::cpu::Blk::scalar(start_n_30),
           &offs_n_9,
           <i32 as ::kernel_runtime::__private::cpu::Num>::add,
         );
-        let mut k_28: ::kernel_runtime::__private::cpu::Blk<
+        let mut k_32: ::kernel_runtime::__private::cpu::Blk<
           ::kernel_runtime::__private::f16,
         > = ::kernel_runtime::__private::cpu::load::<
           ::kernel_runtime::__private::f16,
@@ -1900,7 +1993,7 @@ pub mod attn_fwd {
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::expand_dims(
-                  &cols_27,
+                  &cols_31,
                   0usize,
                 )),
                 &::kernel_runtime::__private::cpu::Blk::scalar(
@@ -1919,7 +2012,7 @@ pub mod attn_fwd {
           Some(
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::expand_dims(
-                &cols_27,
+                &cols_31,
                 0usize,
               )),
               &::kernel_runtime::__private::cpu::Blk::scalar(__p_n_ctx),
@@ -1940,14 +2033,14 @@ pub mod attn_fwd {
             column: column!(),
           },
         )?;
-        let mut qk_29: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
+        let mut qk_33: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
           ::kernel_runtime::__private::f16,
-        >(&q_11, &k_28, None);
-        let mut keep_30: ::kernel_runtime::__private::cpu::Blk<bool> = ::kernel_runtime::__private::cpu::map2(
+        >(&q_11, &k_32, None);
+        let mut keep_34: ::kernel_runtime::__private::cpu::Blk<bool> = ::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::map2(
             &(::kernel_runtime::__private::cpu::expand_dims(
-              &cols_27,
+              &cols_31,
               0usize,
             )),
             &::kernel_runtime::__private::cpu::Blk::scalar(__p_n_ctx),
@@ -1965,7 +2058,7 @@ pub mod attn_fwd {
                 1usize,
               )),
               &(::kernel_runtime::__private::cpu::expand_dims(
-                &cols_27,
+                &cols_31,
                 0usize,
               )),
               <i32 as ::kernel_runtime::__private::cpu::Num>::ge,
@@ -1974,10 +2067,10 @@ pub mod attn_fwd {
           )),
           <bool as ::kernel_runtime::__private::cpu::Int>::and,
         );
-        let mut qk_31: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::select(
-          &keep_30,
+        let mut qk_35: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::select(
+          &keep_34,
           &(::kernel_runtime::__private::cpu::map2(
-            &qk_29,
+            &qk_33,
             &::kernel_runtime::__private::cpu::Blk::scalar(qk_scale_15),
             <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
           )),
@@ -1988,28 +2081,28 @@ pub mod attn_fwd {
             >(f64::NEG_INFINITY),
           ),
         );
-        let mut m_ij_32: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
+        let mut m_ij_36: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
           &m_i_12,
           &(::kernel_runtime::__private::cpu::reduce_max::<
             f32,
-          >(&qk_31, 1usize)),
+          >(&qk_35, 1usize)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::max,
         );
-        let mut p_33: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+        let mut p_37: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
           &(::kernel_runtime::__private::cpu::map2(
-            &qk_31,
+            &qk_35,
             &(::kernel_runtime::__private::cpu::expand_dims(
-              &m_ij_32,
+              &m_ij_36,
               1usize,
             )),
             <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
         );
-        let mut alpha_34: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+        let mut alpha_38: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
           &(::kernel_runtime::__private::cpu::map2(
             &m_i_12,
-            &m_ij_32,
+            &m_ij_36,
             <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
@@ -2017,20 +2110,20 @@ pub mod attn_fwd {
         l_i_13 = ::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::map2(
             &l_i_13,
-            &alpha_34,
+            &alpha_38,
             <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
           )),
           &(::kernel_runtime::__private::cpu::reduce_sum::<
             f32,
-          >(&p_33, 1usize)),
+          >(&p_37, 1usize)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::add,
         );
         acc_14 = ::kernel_runtime::__private::cpu::map2(
           &acc_14,
-          &(::kernel_runtime::__private::cpu::expand_dims(&alpha_34, 1usize)),
+          &(::kernel_runtime::__private::cpu::expand_dims(&alpha_38, 1usize)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
         );
-        let mut v_35: ::kernel_runtime::__private::cpu::Blk<
+        let mut v_39: ::kernel_runtime::__private::cpu::Blk<
           ::kernel_runtime::__private::f16,
         > = ::kernel_runtime::__private::cpu::load::<
           ::kernel_runtime::__private::f16,
@@ -2041,7 +2134,7 @@ pub mod attn_fwd {
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::expand_dims(
-                  &cols_27,
+                  &cols_31,
                   1usize,
                 )),
                 &::kernel_runtime::__private::cpu::Blk::scalar(
@@ -2060,7 +2153,7 @@ pub mod attn_fwd {
           Some(
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::expand_dims(
-                &cols_27,
+                &cols_31,
                 1usize,
               )),
               &::kernel_runtime::__private::cpu::Blk::scalar(__p_n_ctx),
@@ -2088,18 +2181,18 @@ pub mod attn_fwd {
           &(::kernel_runtime::__private::cpu::cast::<
             f32,
             ::kernel_runtime::__private::f16,
-          >(&p_33)),
-          &v_35,
+          >(&p_37)),
+          &v_39,
           Some(&acc_14),
         );
-        m_i_12 = m_ij_32.clone();
+        m_i_12 = m_ij_36.clone();
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
         };
       }
     }
-    let mut o_36: ::kernel_runtime::__private::cpu::Blk<
+    let mut o_40: ::kernel_runtime::__private::cpu::Blk<
       ::kernel_runtime::__private::f16,
     > = ::kernel_runtime::__private::cpu::cast::<
       f32,
@@ -2136,7 +2229,7 @@ pub mod attn_fwd {
         &(::kernel_runtime::__private::cpu::expand_dims(&offs_d_10, 0usize)),
         ::kernel_runtime::__private::cpu::ptr_add,
       )),
-      &o_36,
+      &o_40,
       Some(
         &(::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::expand_dims(&offs_m_8, 1usize)),

@@ -72,7 +72,6 @@ pub unsafe extern "ptx-kernel" fn atomic_tickets__B_16(
       __smem.add(0usize) as *mut i32,
     );
     ::kernel_std::__private::device::bar_sync();
-    let mut t_2: i32 = atomic_1;
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {
@@ -86,7 +85,7 @@ pub unsafe extern "ptx-kernel" fn atomic_tickets__B_16(
           2u32,
           ::core::line!(),
         ) {
-          ::kernel_std::__private::device::store(__a, t_2);
+          ::kernel_std::__private::device::store(__a, atomic_1);
         }
       }
     }

@@ -53,8 +53,6 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_128(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let start_1: i32 = __i;
-        let mut hint_2: i32 = start_1;
-        let mut start_3: i32 = hint_2;
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -69,13 +67,13 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_128(
                   let __a = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                   );
                   if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                     __p_n,

@@ -61,15 +61,13 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let start_1: i32 = __i;
-        let mut hint_2: i32 = start_1;
-        let mut start_3: i32 = hint_2;
         let __vfast: bool = {
           let mut __ok: bool = true
             && {
               let __e: usize = {
                 let (__a0, __b0): (i64, i64) = (
                   (<i32 as ::kernel_std::__private::device::Num>::add(
-                    start_3,
+                    start_1,
                     (0i32).wrapping_add((0usize) as i32),
                   )) as i64,
                   (__p_n) as i64,
@@ -95,7 +93,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                   let __p0 = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add((0usize) as i32),
                     ),
                   );
@@ -104,7 +102,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     && (::kernel_std::__private::device::ptr_add(
                       __p_x,
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_3,
+                        start_1,
                         (0i32).wrapping_add(((__eu - 1)) as i32),
                       ),
                     ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
@@ -123,7 +121,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
             && (({
               let (__a0, __b0): (i64, i64) = (
                 (<i32 as ::kernel_std::__private::device::Num>::add(
-                  start_3,
+                  start_1,
                   (0i32).wrapping_add((0usize) as i32),
                 )) as i64,
                 (__p_n) as i64,
@@ -143,7 +141,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
               && ((::kernel_std::__private::device::ptr_add(
                 __p_x,
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_3,
+                  start_1,
                   (0i32).wrapping_add((0usize) as i32),
                 ),
               )) as usize) % 8usize == 0)
@@ -162,7 +160,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
                   );
@@ -173,11 +171,11 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     __q0,
                     !{
                       let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_3,
+                        start_1,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
                       let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_3,
+                        start_1,
                         (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                       );
                       let __c14 = __p_n;
@@ -243,14 +241,14 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
                   );
                   let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                     ),
                   );
@@ -262,11 +260,11 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                       __q0,
                       !{
                         let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
                         let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                         );
                         let __c7 = __p_n;
@@ -291,11 +289,11 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     )
                   } else if {
                     let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
                     let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_3,
+                      start_1,
                       (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                     );
                     let __c4 = __p_n;
@@ -325,7 +323,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     [
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                         ),
                         __p_n,
@@ -348,7 +346,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                       },
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                         ),
                         __p_n,
@@ -395,7 +393,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                       acc_0[__j],
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add((__f) as i32),
                         ),
                         __p_n,
@@ -439,13 +437,13 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                       let __a = ::kernel_std::__private::device::ptr_add(
                         __p_x,
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add((__f) as i32),
                         ),
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_3,
+                          start_1,
                           (0i32).wrapping_add((__f) as i32),
                         ),
                         __p_n,

@@ -63,7 +63,6 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
       }
       return;
     }
-    let mut x_1: *mut ::kernel_std::__private::device::F16 = hint_0;
     let mut hint_2: *mut ::kernel_std::__private::device::F16 = __p_y;
     if !(<i64 as ::kernel_std::__private::device::Num>::eq(
       <i64 as ::kernel_std::__private::device::Num>::rem(
@@ -99,7 +98,6 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
       }
       return;
     }
-    let mut y_3: *mut ::kernel_std::__private::device::F16 = hint_2;
     let mut hint_4: i32 = __p_stride;
     if !(<i32 as ::kernel_std::__private::device::Num>::eq(
       <i32 as ::kernel_std::__private::device::Num>::rem(hint_4, (8i32)),
@@ -130,7 +128,6 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
       }
       return;
     }
-    let mut stride_5: i32 = hint_4;
     let mut hint_6: i32 = __p_n;
     if !(<i32 as ::kernel_std::__private::device::Num>::eq(
       <i32 as ::kernel_std::__private::device::Num>::rem(hint_6, (8i32)),
@@ -161,7 +158,6 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
       }
       return;
     }
-    let mut n_7: i32 = hint_6;
     let mut row_8: i32 = ::kernel_std::__private::device::program_id(0u32);
     let mut v_11: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
@@ -170,7 +166,7 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
           let __e: usize = {
             let (__a0, __b0): (i64, i64) = (
               ((0i32).wrapping_add((0usize) as i32)) as i64,
-              (n_7) as i64,
+              (hint_6) as i64,
             );
             if __a0
               .checked_add(1023i64)
@@ -192,10 +188,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
             || {
               let __p0 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  x_1,
+                  hint_0,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     row_8,
-                    stride_5,
+                    hint_4,
                   ),
                 ),
                 (0i32).wrapping_add((0usize) as i32),
@@ -203,10 +199,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               (1i64) == 1i64
                 && (::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    x_1,
+                    hint_0,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       row_8,
-                      stride_5,
+                      hint_4,
                     ),
                   ),
                   (0i32).wrapping_add(((__eu - 1)) as i32),
@@ -235,10 +231,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
           let __ld7: [::kernel_std::__private::device::F16; 8usize] = {
             let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
-                x_1,
+                hint_0,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   row_8,
-                  stride_5,
+                  hint_4,
                 ),
               ),
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -251,7 +247,7 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               !{
                 let __x11 = (0i32).wrapping_add(((__f0)) as i32);
                 let __x12 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-                let __c13 = n_7;
+                let __c13 = hint_6;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
                   __x12,
                   __x11,
@@ -344,17 +340,17 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               >({
                 let __a = ::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    x_1,
+                    hint_0,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       row_8,
-                      stride_5,
+                      hint_4,
                     ),
                   ),
                   (0i32).wrapping_add((__f) as i32),
                 );
                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                   (0i32).wrapping_add((__f) as i32),
-                  n_7,
+                  hint_6,
                 )
                   && ::kernel_std::__private::device::in_bounds(
                     __a,
@@ -499,7 +495,7 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
           let __e: usize = {
             let (__a0, __b0): (i64, i64) = (
               ((0i32).wrapping_add((0usize) as i32)) as i64,
-              (n_7) as i64,
+              (hint_6) as i64,
             );
             if __a0
               .checked_add(1023i64)
@@ -521,10 +517,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
             || {
               let __p0 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  y_3,
+                  hint_2,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     row_8,
-                    stride_5,
+                    hint_4,
                   ),
                 ),
                 (0i32).wrapping_add((0usize) as i32),
@@ -532,10 +528,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               (1i64) == 1i64
                 && (::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    y_3,
+                    hint_2,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       row_8,
-                      stride_5,
+                      hint_4,
                     ),
                   ),
                   (0i32).wrapping_add(((__eu - 1)) as i32),
@@ -571,10 +567,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               let __f: usize = __f0 + __v;
               __sp[__v] = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  y_3,
+                  hint_2,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     row_8,
-                    stride_5,
+                    hint_4,
                   ),
                 ),
                 (0i32).wrapping_add((__f) as i32),
@@ -595,7 +591,7 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               );
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 (0i32).wrapping_add((__f) as i32),
-                n_7,
+                hint_6,
               );
             },
           );
@@ -627,17 +623,17 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
               let __f: usize = __f0 + __v;
               let __a = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  y_3,
+                  hint_2,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     row_8,
-                    stride_5,
+                    hint_4,
                   ),
                 ),
                 (0i32).wrapping_add((__f) as i32),
               );
               if <i32 as ::kernel_std::__private::device::Num>::lt(
                 (0i32).wrapping_add((__f) as i32),
-                n_7,
+                hint_6,
               )
                 && ::kernel_std::__private::device::in_bounds(
                   __a,
