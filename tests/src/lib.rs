@@ -11,6 +11,7 @@ pub mod hints;
 mod guide;
 pub mod kernels;
 pub mod math;
+pub mod nested;
 pub mod random;
 pub mod reductions;
 pub mod scans;

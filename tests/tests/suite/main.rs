@@ -19,6 +19,7 @@ mod math;
 mod matmul;
 mod matmul_8bit;
 mod matmul_split_k;
+mod nested;
 mod numerics;
 mod random;
 mod reductions;
