@@ -53,6 +53,7 @@ pub use entry::entry;
 mod split;
 mod vector;
 mod whole;
+mod whole_loop;
 
 use plan::{DevicePlan, Layout, LocalKind, Schedule, SplitLoop, PipeOp, PipePlan};
 
@@ -235,6 +236,10 @@ struct DevGen<'a> {
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
     prefetched: RefCell<HashMap<ExprId, (Ident, bool)>>,
+    /// Whole-block tests of accesses in loops stated once for the loop (`whole_loop.rs`), by
+    /// loop variable: the statements computing their flags, which the loop places before
+    /// itself.
+    loop_tests: RefCell<Vec<(LocalId, TokenStream)>>,
 }
 
 impl<'a> std::ops::Deref for DevGen<'a> {
@@ -287,6 +292,7 @@ impl<'a> DevGen<'a> {
             iter_layout: Cell::new(Layout::Cyclic),
             counter: Cell::new(0),
             prefetched: RefCell::new(HashMap::new()),
+            loop_tests: RefCell::new(Vec::new()),
         }
     }
 

@@ -259,6 +259,7 @@ impl DevGen<'_> {
             b
         });
         let body = self.stmts(body);
+        let loop_tests = self.take_loop_tests(var);
         self.floor.set(floor);
         let (resident, body, tma_loop) = match &ahead {
             Some(a) => {
@@ -278,6 +279,7 @@ impl DevGen<'_> {
                     let __start: #t = #s;
                     let __end: #t = #e;
                     let __step: #t = #st;
+                    #loop_tests
                     let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
                     let __n: i64 = #d::trip_count(__s64, __e64, __t64);
                     #range
@@ -317,6 +319,7 @@ impl DevGen<'_> {
             let __start: #t = #s;
             let __end: #t = #e;
             let __step: #t = #st;
+            #loop_tests
             #resident
             #run
         }}

@@ -1353,3 +1353,39 @@ fn scalar_aliases_read_their_source() {
     // `s` and `t` are gone and `start` is read where they were; `u` names a mutable local.
     assert_eq!((named(&out, "s"), named(&out, "t"), named(&out, "u")), ((0, 0), (0, 0), (1, 1)));
 }
+
+/// Whole-block tests stated once per loop (`whole_loop.rs`): a loop over the blocks of a row
+/// (`cols = off + arange(0, B)`, stepping by `B`) tests each access once, before the loop, on
+/// the union of its blocks; a loop that steps by another amount, or an access whose pointer
+/// reads a value the loop defines, keeps the per-iteration test.
+#[test]
+fn row_loops_test_their_accesses_once() {
+    let kernel = |step: &str, extra: &str| {
+        format!(
+            "fn k<const B: i32>(x: Ptr<f16>, y: Ptr<f16>, n: i32, stride: i32) {{
+                let row = program_id(0);
+                let x_row = x + row * stride;
+                let mut acc = zeros::<f32>([B]);
+                for off in range(0, n, {step}) {{
+                    let cols = off + arange(0, B);
+                    {extra}
+                    acc += load(x_row + cols, cols < n, 0.0).to::<f32>();
+                }}
+                let s = acc.sum(0);
+                for off in range(0, n, B) {{
+                    let cols = off + arange(0, B);
+                    let v = load(x_row + cols, cols < n, 0.0).to::<f32>();
+                    store(y + row * stride + cols, (v - s).to::<f16>(), cols < n);
+                }}
+            }}"
+        )
+    };
+    let loop_tests = |src: &str| expand("B = [2048], num_warps = 8", src).0.matches("let __span").count();
+    // Both loops: one test per access, before the loop (three in all).
+    assert_eq!(loop_tests(&kernel("B", "")), 3);
+    // A loop stepping by 2 B: its blocks are not the union's; the second loop keeps its two.
+    assert_eq!(loop_tests(&kernel("2 * B", "")), 2);
+    // A pointer that reads a value the loop defines.
+    let moved = kernel("B", "let x_row = x_row + off;");
+    assert_eq!(loop_tests(&moved), 2);
+}

@@ -52,12 +52,16 @@ impl DevGen<'_> {
         let moves = self.child_moves(parent, ptr, true);
         let at0 = self.sub_at(parent, ptr, &At::Flat(quote!(0usize)));
         let step = self.col_step(ptr, moves, &at0)?;
-        let (prefix, prefix_multiple) = match mask {
+        let bounds = match mask {
+            None => None,
+            Some(m) => Some(self.prefix_bounds(parent, m)?),
+        };
+        if let Some(t) = self.whole_loop_test(parent, ptr, bounds, (numel, v, size), &step) {
+            return Some(t);
+        }
+        let (prefix, prefix_multiple) = match bounds {
             None => (quote!(#numel), numel as u64),
-            Some(m) => {
-                let bounds = self.prefix_bounds(parent, m)?;
-                (self.prefix_kept(parent, bounds, numel), self.prefix_multiple(bounds))
-            }
+            Some(b) => (self.prefix_kept(parent, b, numel), self.prefix_multiple(b)),
         };
         let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
         let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));

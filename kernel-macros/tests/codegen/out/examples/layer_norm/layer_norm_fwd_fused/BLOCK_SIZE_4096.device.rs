@@ -76,97 +76,76 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
+      let (__lt0, __lc1): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_4: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_4,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            x_row_1,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_4,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x_ptr,
+                __len_x_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt0;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 4usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-          {
-            let mut __ld7_all: [[f32; 4usize]; 4usize] = unsafe {
+          if true && __lc1 {
+            let mut __ld9_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -176,7 +155,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld7: [f32; 4usize] = {
+                let __ld9: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -190,22 +169,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c13 = __p_N;
+                      let __c15 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x12,
-                        __x11,
+                        __x14,
+                        __x13,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x11,
-                          __c13,
+                          __x13,
+                          __c15,
                         )
                     },
                     [
@@ -225,7 +204,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld7_all[__jc] = __ld7;
+                __ld9_all[__jc] = __ld9;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -235,7 +214,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld7: [f32; 4usize] = __ld7_all[__jc];
+                let __ld9: [f32; 4usize] = __ld9_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -246,14 +225,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     let __f: usize = __f0 + __v;
                     _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                       _mean_3[__j],
-                      __ld7[__v],
+                      __ld9[__v],
                     );
                   },
                 );
               },
             );
           } else {
-            let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld2_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -263,7 +242,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld0: [f32; 4usize] = {
+                let __ld2: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -299,22 +278,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c6 = __p_N;
+                        let __c8 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x5,
-                          __x4,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x4,
-                            __c6,
+                            __x6,
+                            __c8,
                           )
                       },
                       [
@@ -334,22 +313,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c3 = __p_N;
+                    let __c5 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x2,
-                      __x1,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x2,
-                        __c3,
+                        __x4,
+                        __c5,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -462,7 +441,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld0_all[__jc] = __ld0;
+                __ld2_all[__jc] = __ld2;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -472,7 +451,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld0: [f32; 4usize] = __ld0_all[__jc];
+                let __ld2: [f32; 4usize] = __ld2_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -490,7 +469,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld0[__v]
+                        __ld2[__v]
                       } else {
                         <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
@@ -664,7 +643,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red14: f32 = {
+    let __red16: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -685,7 +664,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red14,
+      __red16,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
@@ -717,97 +696,76 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
+      let (__lt17, __lc18): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_9: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_9,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            x_row_1,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_9,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x_ptr,
+                __len_x_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt17;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 4usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-          {
-            let mut __ld22_all: [[f32; 4usize]; 4usize] = unsafe {
+          if true && __lc18 {
+            let mut __ld26_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -817,7 +775,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld22: [f32; 4usize] = {
+                let __ld26: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -831,22 +789,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c28 = __p_N;
+                      let __c32 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x27,
-                        __x26,
+                        __x31,
+                        __x30,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x26,
-                          __c28,
+                          __x30,
+                          __c32,
                         )
                     },
                     [
@@ -866,7 +824,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld22_all[__jc] = __ld22;
+                __ld26_all[__jc] = __ld26;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -876,7 +834,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld22: [f32; 4usize] = __ld22_all[__jc];
+                let __ld26: [f32; 4usize] = __ld26_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -890,7 +848,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         {
                           let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld22[__v],
+                            __ld26[__v],
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -910,7 +868,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         },
                         {
                           let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld22[__v],
+                            __ld26[__v],
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -935,7 +893,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               },
             );
           } else {
-            let mut __ld15_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld19_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -945,7 +903,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld15: [f32; 4usize] = {
+                let __ld19: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -981,22 +939,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c21 = __p_N;
+                        let __c25 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x20,
-                          __x19,
+                          __x24,
+                          __x23,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x19,
-                            __c21,
+                            __x23,
+                            __c25,
                           )
                       },
                       [
@@ -1016,22 +974,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c18 = __p_N;
+                    let __c22 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x17,
-                      __x16,
+                      __x21,
+                      __x20,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x17,
-                        __c18,
+                        __x21,
+                        __c22,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1144,7 +1102,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld15_all[__jc] = __ld15;
+                __ld19_all[__jc] = __ld19;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1154,7 +1112,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld15: [f32; 4usize] = __ld15_all[__jc];
+                let __ld19: [f32; 4usize] = __ld19_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1175,7 +1133,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                               ),
                               __p_N,
                             ) {
-                              __ld15[__v]
+                              __ld19[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -1207,7 +1165,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                               ),
                               __p_N,
                             ) {
-                              __ld15[__v]
+                              __ld19[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -1463,7 +1421,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red29: f32 = {
+    let __red33: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1484,7 +1442,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red29,
+      __red33,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1534,6 +1492,238 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
+      let (__lt34, __lc35): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            y_row_2,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                y_row_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_y_ptr,
+                __len_y_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
+      let (__lt36, __lc37): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            x_row_1,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x_ptr,
+                __len_x_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
+      let (__lt38, __lc39): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            __p_w_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_w_ptr,
+                __len_w_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
+      let (__lt40, __lc41): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_b_ptr,
+                __len_b_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -1541,331 +1731,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_w_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    y_row_2,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      y_row_2,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_y_ptr,
-                      __len_y_ptr,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt36 && __lt38 && __lt40 && __lt34;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 4usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 4usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 4usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 4usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                y_row_2,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-          {
-            let mut __ld51_all: [[f32; 4usize]; 4usize] = unsafe {
+          if true && __lc37 && __lc39 && __lc41 && __lc35 {
+            let mut __ld63_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld58_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld70_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld65_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld77_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1875,7 +1752,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld51: [f32; 4usize] = {
+                let __ld63: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1889,22 +1766,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x67 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x68 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c57 = __p_N;
+                      let __c69 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x56,
-                        __x55,
+                        __x68,
+                        __x67,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x55,
-                          __c57,
+                          __x67,
+                          __c69,
                         )
                     },
                     [
@@ -1924,7 +1801,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                let __ld58: [f32; 4usize] = {
+                let __ld70: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1938,22 +1815,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x74 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x75 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c64 = __p_N;
+                      let __c76 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x63,
-                        __x62,
+                        __x75,
+                        __x74,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x62,
-                          __c64,
+                          __x74,
+                          __c76,
                         )
                     },
                     [
@@ -1965,7 +1842,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                let __ld65: [f32; 4usize] = {
+                let __ld77: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1979,22 +1856,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x81 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x82 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c71 = __p_N;
+                      let __c83 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x70,
-                        __x69,
+                        __x82,
+                        __x81,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x69,
-                          __c71,
+                          __x81,
+                          __c83,
                         )
                     },
                     [
@@ -2006,9 +1883,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld51_all[__jc] = __ld51;
-                __ld58_all[__jc] = __ld58;
-                __ld65_all[__jc] = __ld65;
+                __ld63_all[__jc] = __ld63;
+                __ld70_all[__jc] = __ld70;
+                __ld77_all[__jc] = __ld77;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2021,9 +1898,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld51: [f32; 4usize] = __ld51_all[__jc];
-                let __ld58: [f32; 4usize] = __ld58_all[__jc];
-                let __ld65: [f32; 4usize] = __ld65_all[__jc];
+                let __ld63: [f32; 4usize] = __ld63_all[__jc];
+                let __ld70: [f32; 4usize] = __ld70_all[__jc];
+                let __ld77: [f32; 4usize] = __ld77_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -2043,14 +1920,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
                           <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld51[__v],
+                            __ld63[__v],
                             mean_7,
                           ),
                           rstd_14,
                         ),
-                        __ld58[__v],
+                        __ld70[__v],
                       ),
-                      __ld65[__v],
+                      __ld77[__v],
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2068,13 +1945,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               },
             );
           } else {
-            let mut __ld30_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld42_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld37_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld49_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld44_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld56_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2084,7 +1961,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld30: [f32; 4usize] = {
+                let __ld42: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2120,22 +1997,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c36 = __p_N;
+                        let __c48 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x35,
-                          __x34,
+                          __x47,
+                          __x46,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x34,
-                            __c36,
+                            __x46,
+                            __c48,
                           )
                       },
                       [
@@ -2155,22 +2032,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c33 = __p_N;
+                    let __c45 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x32,
-                      __x31,
+                      __x44,
+                      __x43,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x32,
-                        __c33,
+                        __x44,
+                        __c45,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2283,7 +2160,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                let __ld37: [f32; 4usize] = {
+                let __ld49: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2319,22 +2196,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x54 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c43 = __p_N;
+                        let __c55 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x42,
-                          __x41,
+                          __x54,
+                          __x53,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x41,
-                            __c43,
+                            __x53,
+                            __c55,
                           )
                       },
                       [
@@ -2346,22 +2223,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c40 = __p_N;
+                    let __c52 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x39,
-                      __x38,
+                      __x51,
+                      __x50,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x39,
-                        __c40,
+                        __x51,
+                        __c52,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2466,7 +2343,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                let __ld44: [f32; 4usize] = {
+                let __ld56: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2502,22 +2379,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x61 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c50 = __p_N;
+                        let __c62 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x49,
-                          __x48,
+                          __x61,
+                          __x60,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x48,
-                            __c50,
+                            __x60,
+                            __c62,
                           )
                       },
                       [
@@ -2529,22 +2406,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x57 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c47 = __p_N;
+                    let __c59 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x46,
-                      __x45,
+                      __x58,
+                      __x57,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x46,
-                        __c47,
+                        __x58,
+                        __c59,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2649,9 +2526,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld30_all[__jc] = __ld30;
-                __ld37_all[__jc] = __ld37;
-                __ld44_all[__jc] = __ld44;
+                __ld42_all[__jc] = __ld42;
+                __ld49_all[__jc] = __ld49;
+                __ld56_all[__jc] = __ld56;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2664,9 +2541,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld30: [f32; 4usize] = __ld30_all[__jc];
-                let __ld37: [f32; 4usize] = __ld37_all[__jc];
-                let __ld44: [f32; 4usize] = __ld44_all[__jc];
+                let __ld42: [f32; 4usize] = __ld42_all[__jc];
+                let __ld49: [f32; 4usize] = __ld49_all[__jc];
+                let __ld56: [f32; 4usize] = __ld56_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -2693,7 +2570,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                               ),
                               __p_N,
                             ) {
-                              __ld30[__v]
+                              __ld42[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -2710,7 +2587,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                           ),
                           __p_N,
                         ) {
-                          __ld37[__v]
+                          __ld49[__v]
                         } else {
                           <f32 as ::core::default::Default>::default()
                         },
@@ -2722,7 +2599,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld44[__v]
+                        __ld56[__v]
                       } else {
                         <f32 as ::core::default::Default>::default()
                       },

@@ -76,97 +76,76 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
+      let (__lt0, __lc1): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_4: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_4,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            x_row_1,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_4,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x_ptr,
+                __len_x_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt0;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 8usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-          {
-            let mut __ld7_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          if true && __lc1 {
+            let mut __ld9_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -176,7 +155,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld7: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld9: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -190,22 +169,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c13 = __p_N;
+                      let __c15 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x12,
-                        __x11,
+                        __x14,
+                        __x13,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x11,
-                          __c13,
+                          __x13,
+                          __c15,
                         )
                     },
                     [
@@ -237,7 +216,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                __ld7_all[__jc] = __ld7;
+                __ld9_all[__jc] = __ld9;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -247,7 +226,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld7: [::kernel_std::__private::device::F16; 8usize] = __ld7_all[__jc];
+                let __ld9: [::kernel_std::__private::device::F16; 8usize] = __ld9_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -261,14 +240,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       ::kernel_std::__private::device::cast::<
                         ::kernel_std::__private::device::F16,
                         f32,
-                      >(__ld7[__v]),
+                      >(__ld9[__v]),
                     );
                   },
                 );
               },
             );
           } else {
-            let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld2_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -278,7 +257,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld2: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -342,22 +321,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c6 = __p_N;
+                        let __c8 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x5,
-                          __x4,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x4,
-                            __c6,
+                            __x6,
+                            __c8,
                           )
                       },
                       [
@@ -389,22 +368,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c3 = __p_N;
+                    let __c5 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x2,
-                      __x1,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x2,
-                        __c3,
+                        __x4,
+                        __c5,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -609,7 +588,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                __ld0_all[__jc] = __ld0;
+                __ld2_all[__jc] = __ld2;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -619,7 +598,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+                let __ld2: [::kernel_std::__private::device::F16; 8usize] = __ld2_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -641,7 +620,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                           ),
                           __p_N,
                         ) {
-                          __ld0[__v]
+                          __ld2[__v]
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
@@ -819,7 +798,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red14: f32 = {
+    let __red16: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -840,7 +819,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red14,
+      __red16,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
@@ -872,97 +851,76 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
+      let (__lt17, __lc18): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_9: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_9,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            x_row_1,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_9,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x_ptr,
+                __len_x_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt17;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 8usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-          {
-            let mut __ld22_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          if true && __lc18 {
+            let mut __ld26_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -972,7 +930,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld22: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld26: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -986,22 +944,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c28 = __p_N;
+                      let __c32 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x27,
-                        __x26,
+                        __x31,
+                        __x30,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x26,
-                          __c28,
+                          __x30,
+                          __c32,
                         )
                     },
                     [
@@ -1033,7 +991,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                __ld22_all[__jc] = __ld22;
+                __ld26_all[__jc] = __ld26;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1043,7 +1001,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld22: [::kernel_std::__private::device::F16; 8usize] = __ld22_all[__jc];
+                let __ld26: [::kernel_std::__private::device::F16; 8usize] = __ld26_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -1060,7 +1018,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
-                            >(__ld22[__v]),
+                            >(__ld26[__v]),
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -1083,7 +1041,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
-                            >(__ld22[__v]),
+                            >(__ld26[__v]),
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -1108,7 +1066,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               },
             );
           } else {
-            let mut __ld15_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld19_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1118,7 +1076,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld15: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld19: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1182,22 +1140,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c21 = __p_N;
+                        let __c25 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x20,
-                          __x19,
+                          __x24,
+                          __x23,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x19,
-                            __c21,
+                            __x23,
+                            __c25,
                           )
                       },
                       [
@@ -1229,22 +1187,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c18 = __p_N;
+                    let __c22 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x17,
-                      __x16,
+                      __x21,
+                      __x20,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x17,
-                        __c18,
+                        __x21,
+                        __c22,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1449,7 +1407,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                __ld15_all[__jc] = __ld15;
+                __ld19_all[__jc] = __ld19;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1459,7 +1417,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld15: [::kernel_std::__private::device::F16; 8usize] = __ld15_all[__jc];
+                let __ld19: [::kernel_std::__private::device::F16; 8usize] = __ld19_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -1484,7 +1442,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                                 ),
                                 __p_N,
                               ) {
-                                __ld15[__v]
+                                __ld19[__v]
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
@@ -1521,7 +1479,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                                 ),
                                 __p_N,
                               ) {
-                                __ld15[__v]
+                                __ld19[__v]
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
@@ -1784,7 +1742,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red29: f32 = {
+    let __red33: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1805,7 +1763,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red29,
+      __red33,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1855,6 +1813,238 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
+      let (__lt34, __lc35): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            y_row_2,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                y_row_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_y_ptr,
+                __len_y_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
+      let (__lt36, __lc37): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            x_row_1,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x_ptr,
+                __len_x_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
+      let (__lt38, __lc39): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            __p_w_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_w_ptr,
+                __len_w_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
+      let (__lt40, __lc41): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let off_15: i32 = __start;
+          let __ul: usize = ((__span + (4096usize as i64 - 1))
+            / (4096usize as i64) * (4096usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                off_15,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              off_15,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_b_ptr,
+                __len_b_ptr,
+                __eu,
+              ));
+          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -1862,331 +2052,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_w_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(4095i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  4096usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 4096usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                4096usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    y_row_2,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      y_row_2,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_y_ptr,
-                      __len_y_ptr,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt36 && __lt38 && __lt40 && __lt34;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 8usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 8usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 8usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_N) as i64,
-              );
-              if __a0
-                .checked_add(4095i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                4096usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 4096usize as i64) as usize
-              }
-            }) % 8usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                y_row_2,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 16usize == 0)
-          {
-            let mut __ld51_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          if true && __lc37 && __lc39 && __lc41 && __lc35 {
+            let mut __ld63_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld58_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld70_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld65_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld77_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2196,7 +2073,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld51: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld63: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2210,22 +2087,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x67 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x68 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c57 = __p_N;
+                      let __c69 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x56,
-                        __x55,
+                        __x68,
+                        __x67,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x55,
-                          __c57,
+                          __x67,
+                          __c69,
                         )
                     },
                     [
@@ -2257,7 +2134,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                let __ld58: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld70: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2271,22 +2148,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x74 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x75 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c64 = __p_N;
+                      let __c76 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x63,
-                        __x62,
+                        __x75,
+                        __x74,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x62,
-                          __c64,
+                          __x74,
+                          __c76,
                         )
                     },
                     [
@@ -2302,7 +2179,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                let __ld65: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld77: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2316,22 +2193,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x81 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x82 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c71 = __p_N;
+                      let __c83 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x70,
-                        __x69,
+                        __x82,
+                        __x81,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x69,
-                          __c71,
+                          __x81,
+                          __c83,
                         )
                     },
                     [
@@ -2347,9 +2224,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                __ld51_all[__jc] = __ld51;
-                __ld58_all[__jc] = __ld58;
-                __ld65_all[__jc] = __ld65;
+                __ld63_all[__jc] = __ld63;
+                __ld70_all[__jc] = __ld70;
+                __ld77_all[__jc] = __ld77;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2362,9 +2239,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
                 let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
                 let mut __sm: [bool; 8usize] = [false; 8usize];
-                let __ld51: [::kernel_std::__private::device::F16; 8usize] = __ld51_all[__jc];
-                let __ld58: [::kernel_std::__private::device::F16; 8usize] = __ld58_all[__jc];
-                let __ld65: [::kernel_std::__private::device::F16; 8usize] = __ld65_all[__jc];
+                let __ld63: [::kernel_std::__private::device::F16; 8usize] = __ld63_all[__jc];
+                let __ld70: [::kernel_std::__private::device::F16; 8usize] = __ld70_all[__jc];
+                let __ld77: [::kernel_std::__private::device::F16; 8usize] = __ld77_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -2391,7 +2268,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                               ::kernel_std::__private::device::cast::<
                                 ::kernel_std::__private::device::F16,
                                 f32,
-                              >(__ld51[__v]),
+                              >(__ld63[__v]),
                               mean_7,
                             ),
                             rstd_14,
@@ -2399,12 +2276,12 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                           ::kernel_std::__private::device::cast::<
                             ::kernel_std::__private::device::F16,
                             f32,
-                          >(__ld58[__v]),
+                          >(__ld70[__v]),
                         ),
                         ::kernel_std::__private::device::cast::<
                           ::kernel_std::__private::device::F16,
                           f32,
-                        >(__ld65[__v]),
+                        >(__ld77[__v]),
                       ),
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2423,13 +2300,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               },
             );
           } else {
-            let mut __ld30_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld42_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld37_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld49_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld44_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld56_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2439,7 +2316,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld30: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld42: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2503,22 +2380,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c36 = __p_N;
+                        let __c48 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x35,
-                          __x34,
+                          __x47,
+                          __x46,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x34,
-                            __c36,
+                            __x46,
+                            __c48,
                           )
                       },
                       [
@@ -2550,22 +2427,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c33 = __p_N;
+                    let __c45 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x32,
-                      __x31,
+                      __x44,
+                      __x43,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x32,
-                        __c33,
+                        __x44,
+                        __c45,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2770,7 +2647,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                let __ld37: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld49: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2834,22 +2711,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x54 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c43 = __p_N;
+                        let __c55 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x42,
-                          __x41,
+                          __x54,
+                          __x53,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x41,
-                            __c43,
+                            __x53,
+                            __c55,
                           )
                       },
                       [
@@ -2865,22 +2742,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c40 = __p_N;
+                    let __c52 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x39,
-                      __x38,
+                      __x51,
+                      __x50,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x39,
-                        __c40,
+                        __x51,
+                        __c52,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -3069,7 +2946,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                let __ld44: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld56: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -3133,22 +3010,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x61 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c50 = __p_N;
+                        let __c62 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x49,
-                          __x48,
+                          __x61,
+                          __x60,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x48,
-                            __c50,
+                            __x60,
+                            __c62,
                           )
                       },
                       [
@@ -3164,22 +3041,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x57 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c47 = __p_N;
+                    let __c59 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x46,
-                      __x45,
+                      __x58,
+                      __x57,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x46,
-                        __c47,
+                        __x58,
+                        __c59,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -3368,9 +3245,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                __ld30_all[__jc] = __ld30;
-                __ld37_all[__jc] = __ld37;
-                __ld44_all[__jc] = __ld44;
+                __ld42_all[__jc] = __ld42;
+                __ld49_all[__jc] = __ld49;
+                __ld56_all[__jc] = __ld56;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3383,9 +3260,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
                 let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
                 let mut __sm: [bool; 8usize] = [false; 8usize];
-                let __ld30: [::kernel_std::__private::device::F16; 8usize] = __ld30_all[__jc];
-                let __ld37: [::kernel_std::__private::device::F16; 8usize] = __ld37_all[__jc];
-                let __ld44: [::kernel_std::__private::device::F16; 8usize] = __ld44_all[__jc];
+                let __ld42: [::kernel_std::__private::device::F16; 8usize] = __ld42_all[__jc];
+                let __ld49: [::kernel_std::__private::device::F16; 8usize] = __ld49_all[__jc];
+                let __ld56: [::kernel_std::__private::device::F16; 8usize] = __ld56_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -3420,7 +3297,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                                   ),
                                   __p_N,
                                 ) {
-                                  __ld30[__v]
+                                  __ld42[__v]
                                 } else {
                                   <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                     0f64,
@@ -3442,7 +3319,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                               ),
                               __p_N,
                             ) {
-                              __ld37[__v]
+                              __ld49[__v]
                             } else {
                               <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                             },
@@ -3459,7 +3336,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                             ),
                             __p_N,
                           ) {
-                            __ld44[__v]
+                            __ld56[__v]
                           } else {
                             <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                           },

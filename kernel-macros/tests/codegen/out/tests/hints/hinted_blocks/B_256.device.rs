@@ -56,97 +56,76 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         256i64,
       );
+      let (__lt1, __lc2): (bool, bool) = {
+        let __span: i64 = (__end as i64) - (__start as i64);
+        if __span <= 0 {
+          (true, true)
+        } else {
+          let start_1: i32 = __start;
+          let __ul: usize = ((__span + (256usize as i64 - 1))
+            / (256usize as i64) * (256usize as i64)) as usize;
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                start_1,
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(__ul as i64 - 1)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              __ul
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, __ul as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            __ul,
+          );
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              start_1,
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          );
+          let __ok: bool = __eu == 0
+            || (((0i64).wrapping_add(1i64)) == 1i64
+              && (__p0 as usize) % 4 == 0
+              && (::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_1,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ),
+              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_x,
+                __len_x,
+                __eu,
+              ));
+          (__ok, __ok && __e % 2usize == 0 && (__p0 as usize) % 8usize == 0)
+        }
+      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let start_1: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    start_1,
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_1,
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_1,
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x,
-                      __len_x,
-                      __eu,
-                    )
-                }
-            };
+          let mut __ok: bool = true && __lt1;
           __ok
         };
         if __vfast {
-          if true
-            && (({
-              let (__a0, __b0): (i64, i64) = (
-                (<i32 as ::kernel_std::__private::device::Num>::add(
-                  start_1,
-                  (0i32).wrapping_add((0usize) as i32),
-                )) as i64,
-                (__p_n) as i64,
-              );
-              if __a0
-                .checked_add(255i64)
-                .is_none_or(|__z| __z > i32::MAX as i64)
-              {
-                256usize
-              } else {
-                __b0
-                  .saturating_sub(__a0)
-                  .saturating_add(0i64)
-                  .clamp(0, 256usize as i64) as usize
-              }
-            }) % 2usize == 0
-              && ((::kernel_std::__private::device::ptr_add(
-                __p_x,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_1,
-                  (0i32).wrapping_add((0usize) as i32),
-                ),
-              )) as usize) % 8usize == 0)
-          {
-            let mut __ld8_all: [[f32; 2usize]; 1usize] = unsafe {
+          if true && __lc2 {
+            let mut __ld10_all: [[f32; 2usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -156,7 +135,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                let __ld8: [f32; 2usize] = {
+                let __ld10: [f32; 2usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -170,22 +149,22 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                   >(
                     __q0,
                     !{
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                         start_1,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                         start_1,
                         (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                       );
-                      let __c14 = __p_n;
+                      let __c16 = __p_n;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x15,
+                        __x14,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x12,
-                          __c14,
+                          __x14,
+                          __c16,
                         )
                     },
                     [
@@ -199,7 +178,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     true,
                   )
                 };
-                __ld8_all[__jc] = __ld8;
+                __ld10_all[__jc] = __ld10;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -209,7 +188,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                let __ld8: [f32; 2usize] = __ld8_all[__jc];
+                let __ld10: [f32; 2usize] = __ld10_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   2usize,
                   _,
@@ -220,14 +199,14 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     let __f: usize = __f0 + __v;
                     acc_0[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                       acc_0[__j],
-                      __ld8[__v],
+                      __ld10[__v],
                     );
                   },
                 );
               },
             );
           } else {
-            let mut __ld1_all: [[f32; 2usize]; 1usize] = unsafe {
+            let mut __ld3_all: [[f32; 2usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -237,7 +216,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                let __ld1: [f32; 2usize] = {
+                let __ld3: [f32; 2usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_x,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -259,22 +238,22 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     >(
                       __q0,
                       !{
-                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           start_1,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                           start_1,
                           (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                         );
-                        let __c7 = __p_n;
+                        let __c9 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x6,
-                          __x5,
+                          __x8,
+                          __x7,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x5,
-                            __c7,
+                            __x7,
+                            __c9,
                           )
                       },
                       [
@@ -288,22 +267,22 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                       false,
                     )
                   } else if {
-                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                       start_1,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                       start_1,
                       (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                     );
-                    let __c4 = __p_n;
+                    let __c6 = __p_n;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x3,
-                      __x2,
+                      __x5,
+                      __x4,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x3,
-                        __c4,
+                        __x5,
+                        __c6,
                       )
                   } && (__q0 as usize) % 8usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -370,7 +349,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                     ]
                   }
                 };
-                __ld1_all[__jc] = __ld1;
+                __ld3_all[__jc] = __ld3;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -380,7 +359,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                let __ld1: [f32; 2usize] = __ld1_all[__jc];
+                let __ld3: [f32; 2usize] = __ld3_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   2usize,
                   _,
@@ -398,7 +377,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
                         ),
                         __p_n,
                       ) {
-                        __ld1[__v]
+                        __ld3[__v]
                       } else {
                         <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
@@ -568,7 +547,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red15: f32 = {
+    let __red17: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 4usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -600,7 +579,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
           1u32,
           ::core::line!(),
         ) {
-          ::kernel_std::__private::device::store(__a, __red15);
+          ::kernel_std::__private::device::store(__a, __red17);
         }
       }
     }

@@ -1,0 +1,216 @@
+//! Whole-block tests stated once for a whole loop. In a loop `for v in range(s, e, B)` over the
+//! blocks of a row (Triton's `cols = off + arange(0, BLOCK)`, `load(row + cols, cols < n)`),
+//! an access whose pointers and mask move by one element per unit of `v` (their offsets are `v
+//! + arange(0, B)` plus loop-invariant scalars, the mask's other side is loop-invariant, and the
+//! loop steps by the block's length) reads, over all iterations, the elements of one longer
+//! block: the union of the iterations' blocks, `L = (n - 1) * B + B` elements from the first
+//! iteration's. The whole-block test of that union ([`DevGen::whole_block_test`]'s, with the
+//! union's length) holds for every iteration when it holds: each iteration's kept chunks are
+//! chunks of the union's kept prefix (the steps are whole chunks), the pointers are the union's
+//! (wrapping sums do not depend on the order of the terms) and the first pointer of each
+//! iteration stays aligned (the block's length in bytes is a multiple of the alignment). So the
+//! test runs once, before the loop (`DevGen::for_stmt` places it), and the loops over one row
+//! compute the same test from the same values: a row's three loops (layer norm) test once.
+
+use super::whole::WholeTest;
+use std::collections::HashSet;
+use super::*;
+
+impl DevGen<'_> {
+    /// The loop-level test of the access `parent` through pointer block `ptr` with the prefix
+    /// mask `bounds` (or none), a block of `numel` elements in chunks of `v` of `size` bytes whose
+    /// column step is `step` (tokens): registered for the loop to place before itself, and its
+    /// flags returned as the access's test. `None` where the access does not qualify (see the
+    /// module documentation).
+    pub(super) fn whole_loop_test(&self, parent: ExprId, ptr: ExprId, bounds: Option<(ExprId, ExprId, bool)>, (numel, v, size): (usize, usize, usize), step: &TokenStream) -> Option<WholeTest> {
+        let k = self.k;
+        let (lv, body) = self.row_loop(ptr)?;
+        let inside = loop_locals(body);
+        let sum = self.ptr_sum(ptr)?;
+        if self.depends_on(sum.base, lv) || self.reads_loop_values(sum.base, &inside, lv) || self.loads_in(ptr) {
+            return None;
+        }
+        let mut units = (0, 0);
+        for o in &sum.offs {
+            self.unit_terms(*o, lv, numel, &inside, &mut units)?;
+        }
+        if units != (1, 1) {
+            return None;
+        }
+        if let Some((a, b, _)) = bounds {
+            let mut au = (0, 0);
+            self.unit_terms(a, lv, numel, &inside, &mut au)?;
+            if au != (1, 1) || self.depends_on(b, lv) || self.reads_loop_values(b, &inside, lv) || self.loads_in(a) || self.loads_in(b) {
+                return None;
+            }
+        }
+        let chunk_align = (v * size).min(16);
+        if (numel * size) % chunk_align != 0 || (numel * size) % super::vector::PIECES_ALIGN != 0 {
+            return None;
+        }
+        let p0_multiple = self.multiples.at0(ptr);
+        let align = super::vector::pieces_align();
+        let align_test = (p0_multiple % super::vector::PIECES_ALIGN as u64 != 0).then(|| quote!(&& (__p0 as usize) % #align == 0));
+        let clean_p0 = (p0_multiple % chunk_align as u64 != 0).then(|| quote!(&& (__p0 as usize) % #chunk_align == 0));
+        let prefix = match bounds {
+            None => quote!(__ul),
+            Some(b) => self.union_prefix(parent, b),
+        };
+        let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
+        let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
+        let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
+        let (test, clean) = (self.fresh("lt"), self.fresh("lc"));
+        let id = crate::expand_cpu::local_ident(k, lv);
+        let t = self.elem(&k.locals[lv].ty);
+        let code = quote! {
+            let (#test, #clean): (bool, bool) = {
+                let __span: i64 = (__end as i64) - (__start as i64);
+                if __span <= 0 {
+                    (true, true)
+                } else {
+                    let #id: #t = __start;
+                    // The loop's trip count times the step (a constant: no division).
+                    let __ul: usize = ((__span + (#numel as i64 - 1)) / (#numel as i64) * (#numel as i64)) as usize;
+                    let __e: usize = #prefix;
+                    let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, __ul);
+                    let __p0 = #p0;
+                    let __ok: bool = __eu == 0
+                        || ((#step) == 1i64
+                            #align_test
+                            && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
+                            && #fits);
+                    (__ok, __ok && __e % #v == 0 #clean_p0)
+                }
+            };
+        };
+        self.loop_tests.borrow_mut().push((lv, code));
+        Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)) })
+    }
+
+    /// The loop whose variable `ptr` reads, with its body, when the loop steps by a
+    /// compile-time constant (checked by the caller against the block's length through
+    /// [`Self::unit_terms`] and here) and `ptr` reads no other loop's variable.
+    fn row_loop(&self, ptr: ExprId) -> Option<(LocalId, &[Stmt])> {
+        let mut vars = self.loops.keys().filter(|l| self.depends_on(ptr, **l));
+        let lv = *vars.next()?;
+        if vars.next().is_some() {
+            return None;
+        }
+        let (step, body) = find_loop(&self.k.body, lv)?;
+        let numel = self.shapes[ptr].iter().product::<usize>() as i64;
+        (self.multiples.constant(step) == Some(numel)).then_some((lv, body))
+    }
+
+    /// Counts, in `units`, the terms of the integer block `e` (a sum, through pure locals) that
+    /// are the loop variable `lv` and an `arange` of `numel` elements; `None` when a term is
+    /// neither of them nor a loop-invariant scalar (one that reads no value the loop body
+    /// defines).
+    fn unit_terms(&self, e: ExprId, lv: LocalId, numel: usize, inside: &HashSet<LocalId>, units: &mut (usize, usize)) -> Option<()> {
+        let k = self.k;
+        if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return None;
+        }
+        match &k.exprs[e].kind {
+            ExprKind::Local(l) if *l == lv => units.0 += 1,
+            ExprKind::Local(l) if matches!(self.kinds[*l], LocalKind::Pure(_)) && !self.shapes[e].is_empty() => {
+                let LocalKind::Pure(init) = self.kinds[*l] else { return None };
+                self.unit_terms(init, lv, numel, inside, units)?;
+            }
+            ExprKind::Arange { start, end } => {
+                let n = end.eval(&|x| self.vals.get(x).copied())? - start.eval(&|x| self.vals.get(x).copied())?;
+                if n != numel as i64 {
+                    return None;
+                }
+                units.1 += 1;
+            }
+            ExprKind::Binary(BinOp::Add, a, b) => {
+                self.unit_terms(*a, lv, numel, inside, units)?;
+                self.unit_terms(*b, lv, numel, inside, units)?;
+            }
+            // A scalar spread over the block.
+            ExprKind::BroadcastTo(x) | ExprKind::Full(x) if self.shapes[*x].iter().product::<usize>() == 1 => self.unit_terms(*x, lv, numel, inside, units)?,
+            _ if self.shapes[e].iter().product::<usize>() == 1 && !self.depends_on(e, lv) && !self.reads_loop_values(e, inside, lv) => {}
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// Whether `e` reads (through pure and inline locals) a local the loop body defines other
+    /// than its variable `lv`.
+    fn reads_loop_values(&self, e: ExprId, inside: &HashSet<LocalId>, lv: LocalId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(x) | LocalKind::Inline(x) => self.reads_loop_values(x, inside, lv),
+                _ => *l != lv && inside.contains(l),
+            },
+            kind => kind.operands().into_iter().any(|c| self.reads_loop_values(c, inside, lv)),
+        }
+    }
+
+    /// The length of the prefix the mask `(a, b, inclusive)` keeps of the union of the loop's
+    /// blocks (`__ul` elements from the first iteration's first, the loop variable bound to its
+    /// first value): as [`Self::whole_block_test`]'s prefix, over `__ul` elements.
+    fn union_prefix(&self, parent: ExprId, (a, b, inclusive): (ExprId, ExprId, bool)) -> TokenStream {
+        let max = match self.k.exprs[a].ty.dtype() {
+            Some(DType::I32) => quote!(i32::MAX as i64),
+            _ => quote!(i64::MAX),
+        };
+        let a0 = self.operand(parent, a, &At::Flat(quote!(0usize)));
+        let b0 = self.operand(parent, b, &At::Flat(quote!(0usize)));
+        let extra = inclusive as i64;
+        quote!({
+            let (__a0, __b0): (i64, i64) = ((#a0) as i64, (#b0) as i64);
+            if __a0.checked_add(__ul as i64 - 1).is_none_or(|__z| __z > #max) {
+                __ul
+            } else {
+                __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, __ul as i64) as usize
+            }
+        })
+    }
+
+    /// The loop-level tests registered for the loop over `var` (see
+    /// [`Self::whole_loop_test`]), taken out: the statements that compute their flags, placed
+    /// after the loop's `__start`, `__end` and `__step`.
+    pub(super) fn take_loop_tests(&self, var: LocalId) -> TokenStream {
+        let mut all = self.loop_tests.borrow_mut();
+        let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(l, _)| *l == var);
+        *all = rest;
+        mine.into_iter().map(|(_, code)| code).collect()
+    }
+}
+
+/// The step and body of the `for` loop over `var` in `stmts` (at any depth).
+fn find_loop(stmts: &[Stmt], var: LocalId) -> Option<(ExprId, &[Stmt])> {
+    for s in stmts {
+        if let Stmt::For { var: v, step, body, .. } = s {
+            if *v == var {
+                return Some((*step, body));
+            }
+        }
+        if let Some(found) = s.bodies().into_iter().find_map(|b| find_loop(b, var)) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The locals that `stmts` define (`let`, assignments, loop variables), at any depth.
+fn loop_locals(stmts: &[Stmt]) -> HashSet<LocalId> {
+    let mut out = HashSet::new();
+    fn walk(stmts: &[Stmt], out: &mut HashSet<LocalId>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { local, .. } | Stmt::Assign { local, .. } => {
+                    out.insert(*local);
+                }
+                Stmt::For { var, .. } => {
+                    out.insert(*var);
+                }
+                _ => {}
+            }
+            s.bodies().into_iter().for_each(|b| walk(b, out));
+        }
+    }
+    walk(stmts, &mut out);
+    out
+}
