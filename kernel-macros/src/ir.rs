@@ -689,6 +689,26 @@ impl Stmt {
     }
 }
 
+/// Removes, at every depth of `stmts` (loop and branch bodies, `while` conditions), the
+/// statements that `keep` refuses.
+pub fn retain_stmts(stmts: &mut Vec<Stmt>, keep: &dyn Fn(&Stmt) -> bool) {
+    stmts.retain(|s| keep(s));
+    for s in stmts.iter_mut() {
+        match s {
+            Stmt::For { body, .. } => retain_stmts(body, keep),
+            Stmt::If { then, els, .. } => {
+                retain_stmts(then, keep);
+                retain_stmts(els, keep);
+            }
+            Stmt::While { pre, body, .. } => {
+                retain_stmts(pre, keep);
+                retain_stmts(body, keep);
+            }
+            _ => {}
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Local {
     pub name: String,

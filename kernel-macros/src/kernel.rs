@@ -208,22 +208,7 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
 /// `stmts` without their `device_assert`s (`#[kernel(asserts = false)]`: checked, not run);
 /// the checks of hints stay.
 fn without_asserts(stmts: &mut Vec<crate::ir::Stmt>) {
-    use crate::ir::Stmt;
-    stmts.retain(|s| !matches!(s, Stmt::Assert { hint: None, .. }));
-    for s in stmts {
-        match s {
-            Stmt::For { body, .. } => without_asserts(body),
-            Stmt::If { then, els, .. } => {
-                without_asserts(then);
-                without_asserts(els);
-            }
-            Stmt::While { pre, body, .. } => {
-                without_asserts(pre);
-                without_asserts(body);
-            }
-            _ => {}
-        }
-    }
+    crate::ir::retain_stmts(stmts, &|s| !matches!(s, crate::ir::Stmt::Assert { hint: None, .. }));
 }
 
 /// A kernel with more instances than this gets a warning at `cargo build`: each instance is a

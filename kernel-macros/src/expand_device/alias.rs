@@ -25,7 +25,7 @@ pub(super) fn inline_scalar_aliases(k: &mut Kernel) {
             e.kind = ExprKind::Local(root(l));
         }
     }
-    remove_lets(&mut k.body, &alias);
+    retain_stmts(&mut k.body, &|s| !matches!(s, Stmt::Let { local, .. } if alias.contains_key(local)));
 }
 
 fn collect(k: &Kernel, stmts: &[Stmt], alias: &mut HashMap<LocalId, LocalId>) {
@@ -39,23 +39,5 @@ fn collect(k: &Kernel, stmts: &[Stmt], alias: &mut HashMap<LocalId, LocalId>) {
             }
         }
         s.bodies().into_iter().for_each(|b| collect(k, b, alias));
-    }
-}
-
-fn remove_lets(stmts: &mut Vec<Stmt>, alias: &HashMap<LocalId, LocalId>) {
-    stmts.retain(|s| !matches!(s, Stmt::Let { local, .. } if alias.contains_key(local)));
-    for s in stmts.iter_mut() {
-        match s {
-            Stmt::For { body, .. } => remove_lets(body, alias),
-            Stmt::If { then, els, .. } => {
-                remove_lets(then, alias);
-                remove_lets(els, alias);
-            }
-            Stmt::While { pre, body, .. } => {
-                remove_lets(pre, alias);
-                remove_lets(body, alias);
-            }
-            _ => {}
-        }
     }
 }

@@ -165,7 +165,7 @@ pub(crate) fn drop_proven_hints(k: &mut Kernel, vals: &HashMap<String, i64>) {
     let mut proven = Vec::new();
     proven_in(&Multiples::of(k, vals), &k.body, &mut proven);
     if !proven.is_empty() {
-        remove_checks(&mut k.body, &proven);
+        retain_stmts(&mut k.body, &|s| !matches!(s, Stmt::Assert { hint: Some((l, _)), .. } if proven.contains(l)));
     }
 }
 
@@ -181,23 +181,5 @@ fn proven_in(m: &Multiples<'_>, stmts: &[Stmt], out: &mut Vec<LocalId>) {
     }
     for s in stmts {
         s.bodies().into_iter().for_each(|b| proven_in(m, b, out));
-    }
-}
-
-fn remove_checks(stmts: &mut Vec<Stmt>, proven: &[LocalId]) {
-    stmts.retain(|s| !matches!(s, Stmt::Assert { hint: Some((l, _)), .. } if proven.contains(l)));
-    for s in stmts.iter_mut() {
-        match s {
-            Stmt::For { body, .. } => remove_checks(body, proven),
-            Stmt::If { then, els, .. } => {
-                remove_checks(then, proven);
-                remove_checks(els, proven);
-            }
-            Stmt::While { pre, body, .. } => {
-                remove_checks(pre, proven);
-                remove_checks(body, proven);
-            }
-            _ => {}
-        }
     }
 }
