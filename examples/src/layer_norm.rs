@@ -74,7 +74,7 @@ pub fn layer_norm_fwd_fused<const BLOCK_SIZE: i32>(
         config(BLOCK_SIZE = 1024, num_warps = 4),
         config(BLOCK_SIZE = 2048, num_warps = 8, maxnreg = 32),
         config(BLOCK_SIZE = 4096, num_warps = 8),
-        config(BLOCK_SIZE = 8192, num_warps = 8, maxnreg = 80),
+        config(BLOCK_SIZE = 8192, num_warps = 8),
     ],
     key = [N],
 )]

@@ -267,12 +267,15 @@ impl<'k> DevGen<'k> {
             return None;
         }
         let mut tests = SplitTest { whole: Vec::new(), per_chunk: Vec::new(), clean: Some(Vec::new()) };
+        // The loop of each whole-block test stated once per loop (`None`: tested in place).
+        let mut looped: Vec<Option<LocalId>> = Vec::new();
         for l in loads {
             let ExprKind::Load { ptr, mask, .. } = k.exprs[*l].kind else { return None };
             if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
                 return None;
             }
             if let Some(w) = self.whole_block_test(*l, ptr, mask, numel, v, elem_size(&k.exprs[*l].ty.elem)) {
+                looped.push(w.looped);
                 tests.whole.push(w.test);
                 if let Some(c) = tests.clean.as_mut() {
                     c.extend(w.clean);
@@ -291,6 +294,7 @@ impl<'k> DevGen<'k> {
         }
         match &out.store_test {
             Some(AccessTest::Whole(w)) => {
+                looped.push(w.looped);
                 tests.whole.push(w.test.clone());
                 if let Some(c) = tests.clean.as_mut() {
                     c.extend(w.clean.clone());
@@ -301,6 +305,14 @@ impl<'k> DevGen<'k> {
         }
         if !tests.per_chunk.is_empty() {
             tests.clean = None;
+        }
+        // Several accesses tested once for the same loop: one pair of flags for the phase.
+        if let (Some(Some(var)), Some(cleans)) = (looped.first(), &tests.clean) {
+            if looped.len() > 1 && looped.iter().all(|l| *l == Some(*var)) && cleans.len() == looped.len() {
+                let (t, c) = self.combine_loop_tests(*var, &tests.whole, cleans);
+                tests.whole = vec![t];
+                tests.clean = Some(vec![c]);
+            }
         }
         // Tests of the whole block cost a few instructions whatever the chunks; tests of each
         // chunk ahead of the code pay where there are enough chunk accesses.

@@ -33,6 +33,9 @@ pub(super) struct WholeTest {
     /// `None` where the analysis of multiples ([`super::multiples`]) proves it: the prefix a
     /// multiple of the chunk and the first pointer aligned to it.
     pub(super) clean: Option<TokenStream>,
+    /// The loop whose body reads `test` and `clean` as flags computed before it
+    /// (`whole_loop.rs`), if any.
+    pub(super) looped: Option<LocalId>,
 }
 
 impl DevGen<'_> {
@@ -88,7 +91,7 @@ impl DevGen<'_> {
                     && #fits
             }
         });
-        Some(WholeTest { test, clean })
+        Some(WholeTest { test, clean, looped: None })
     }
 
     /// A power of two that the length of the prefix kept by a mask with `bounds` (see

@@ -10,11 +10,19 @@
 //! (wrapping sums do not depend on the order of the terms) and the first pointer of each
 //! iteration stays aligned (the block's length in bytes is a multiple of the alignment). So the
 //! test runs once, before the loop (`DevGen::for_stmt` places it), and the loops over one row
-//! compute the same test from the same values: a row's three loops (layer norm) test once.
+//! compute the same test from the same values: a row's three loops (layer norm) test once. The
+//! accesses of one phase share one pair of flags. Only where a thread holds few chunks of the
+//! block ([`MAX_LOOP_TEST_CHUNKS`]).
 
 use super::whole::WholeTest;
 use std::collections::HashSet;
 use super::*;
+
+/// The most chunks a thread may hold in each phase of an access tested once per loop: with more,
+/// the per-iteration test is a small part of the phase's work, while the flags computed before
+/// the loop stay live across its body and cost registers (layer norm's 8192-column blocks, four
+/// chunks a thread, went from 80 to 84 registers: two blocks per multiprocessor instead of three).
+const MAX_LOOP_TEST_CHUNKS: usize = 2;
 
 impl DevGen<'_> {
     /// The loop-level test of the access `parent` through pointer block `ptr` with the prefix
@@ -24,6 +32,9 @@ impl DevGen<'_> {
     /// module documentation).
     pub(super) fn whole_loop_test(&self, parent: ExprId, ptr: ExprId, bounds: Option<(ExprId, ExprId, bool)>, (numel, v, size): (usize, usize, usize), step: &TokenStream) -> Option<WholeTest> {
         let k = self.k;
+        if self.per_thread(numel) / v > MAX_LOOP_TEST_CHUNKS {
+            return None;
+        }
         let (lv, body) = self.row_loop(ptr)?;
         let inside = loop_locals(body);
         let sum = self.ptr_sum(ptr)?;
@@ -84,7 +95,7 @@ impl DevGen<'_> {
             };
         };
         self.loop_tests.borrow_mut().push((lv, code));
-        Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)) })
+        Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)), looped: Some(lv) })
     }
 
     /// The loop whose variable `ptr` reads, with its body, when the loop steps by a
@@ -166,6 +177,16 @@ impl DevGen<'_> {
                 __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, __ul as i64) as usize
             }
         })
+    }
+
+    /// One pair of flags for the loop-level tests `tests` (test, clean) of one phase in the
+    /// loop over `var`, computed before the loop after theirs: the loop then keeps two flags
+    /// live instead of two per access.
+    pub(super) fn combine_loop_tests(&self, var: LocalId, tests: &[TokenStream], cleans: &[TokenStream]) -> (TokenStream, TokenStream) {
+        let (t, c) = (self.fresh("lt"), self.fresh("lc"));
+        let code = quote!(let (#t, #c): (bool, bool) = (true #(&& #tests)*, true #(&& #cleans)*););
+        self.loop_tests.borrow_mut().push((var, code));
+        (quote!(#t), quote!(#c))
     }
 
     /// The loop-level tests registered for the loop over `var` (see

@@ -1720,6 +1720,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
           (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
+      let (__lt42, __lc43): (bool, bool) = (
+        true && __lt36 && __lt38 && __lt40 && __lt34,
+        true && __lc37 && __lc39 && __lc41 && __lc35,
+      );
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -1727,18 +1731,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt36 && __lt38 && __lt40 && __lt34;
+          let mut __ok: bool = true && __lt42;
           __ok
         };
         if __vfast {
-          if true && __lc37 && __lc39 && __lc41 && __lc35 {
-            let mut __ld63_all: [[f32; 4usize]; 1usize] = unsafe {
+          if true && __lc43 {
+            let mut __ld65_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld70_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld72_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld77_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld79_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1748,7 +1752,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld63: [f32; 4usize] = {
+                let __ld65: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1762,22 +1766,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x67 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x68 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c69 = __p_N;
+                      let __c71 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x68,
-                        __x67,
+                        __x70,
+                        __x69,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x67,
-                          __c69,
+                          __x69,
+                          __c71,
                         )
                     },
                     [
@@ -1797,7 +1801,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                let __ld70: [f32; 4usize] = {
+                let __ld72: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1811,22 +1815,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x74 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x76 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x75 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x77 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c76 = __p_N;
+                      let __c78 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x75,
-                        __x74,
+                        __x77,
+                        __x76,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x74,
-                          __c76,
+                          __x76,
+                          __c78,
                         )
                     },
                     [
@@ -1838,7 +1842,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                let __ld77: [f32; 4usize] = {
+                let __ld79: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1852,22 +1856,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x81 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x83 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x82 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x84 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c83 = __p_N;
+                      let __c85 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x82,
-                        __x81,
+                        __x84,
+                        __x83,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x81,
-                          __c83,
+                          __x83,
+                          __c85,
                         )
                     },
                     [
@@ -1879,9 +1883,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                __ld63_all[__jc] = __ld63;
-                __ld70_all[__jc] = __ld70;
-                __ld77_all[__jc] = __ld77;
+                __ld65_all[__jc] = __ld65;
+                __ld72_all[__jc] = __ld72;
+                __ld79_all[__jc] = __ld79;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1894,9 +1898,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld63: [f32; 4usize] = __ld63_all[__jc];
-                let __ld70: [f32; 4usize] = __ld70_all[__jc];
-                let __ld77: [f32; 4usize] = __ld77_all[__jc];
+                let __ld65: [f32; 4usize] = __ld65_all[__jc];
+                let __ld72: [f32; 4usize] = __ld72_all[__jc];
+                let __ld79: [f32; 4usize] = __ld79_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1916,14 +1920,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
                           <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld63[__v],
+                            __ld65[__v],
                             mean_7,
                           ),
                           rstd_14,
                         ),
-                        __ld70[__v],
+                        __ld72[__v],
                       ),
-                      __ld77[__v],
+                      __ld79[__v],
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1941,13 +1945,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               },
             );
           } else {
-            let mut __ld42_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld44_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld49_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld51_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld56_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld58_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1957,7 +1961,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld42: [f32; 4usize] = {
+                let __ld44: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1993,22 +1997,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c48 = __p_N;
+                        let __c50 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x47,
-                          __x46,
+                          __x49,
+                          __x48,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x46,
-                            __c48,
+                            __x48,
+                            __c50,
                           )
                       },
                       [
@@ -2028,22 +2032,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c45 = __p_N;
+                    let __c47 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x44,
-                      __x43,
+                      __x46,
+                      __x45,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x44,
-                        __c45,
+                        __x46,
+                        __c47,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2156,7 +2160,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                let __ld49: [f32; 4usize] = {
+                let __ld51: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2192,22 +2196,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x54 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c55 = __p_N;
+                        let __c57 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x54,
-                          __x53,
+                          __x56,
+                          __x55,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x53,
-                            __c55,
+                            __x55,
+                            __c57,
                           )
                       },
                       [
@@ -2219,22 +2223,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c52 = __p_N;
+                    let __c54 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x51,
-                      __x50,
+                      __x53,
+                      __x52,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x51,
-                        __c52,
+                        __x53,
+                        __c54,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2339,7 +2343,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                let __ld56: [f32; 4usize] = {
+                let __ld58: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2375,22 +2379,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x61 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c62 = __p_N;
+                        let __c64 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x61,
-                          __x60,
+                          __x63,
+                          __x62,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x60,
-                            __c62,
+                            __x62,
+                            __c64,
                           )
                       },
                       [
@@ -2402,22 +2406,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x57 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x59 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c59 = __p_N;
+                    let __c61 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x58,
-                      __x57,
+                      __x60,
+                      __x59,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x58,
-                        __c59,
+                        __x60,
+                        __c61,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2522,9 +2526,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                __ld42_all[__jc] = __ld42;
-                __ld49_all[__jc] = __ld49;
-                __ld56_all[__jc] = __ld56;
+                __ld44_all[__jc] = __ld44;
+                __ld51_all[__jc] = __ld51;
+                __ld58_all[__jc] = __ld58;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2537,9 +2541,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld42: [f32; 4usize] = __ld42_all[__jc];
-                let __ld49: [f32; 4usize] = __ld49_all[__jc];
-                let __ld56: [f32; 4usize] = __ld56_all[__jc];
+                let __ld44: [f32; 4usize] = __ld44_all[__jc];
+                let __ld51: [f32; 4usize] = __ld51_all[__jc];
+                let __ld58: [f32; 4usize] = __ld58_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -2566,7 +2570,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                               ),
                               __p_N,
                             ) {
-                              __ld42[__v]
+                              __ld44[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -2583,7 +2587,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                           ),
                           __p_N,
                         ) {
-                          __ld49[__v]
+                          __ld51[__v]
                         } else {
                           <f32 as ::core::default::Default>::default()
                         },
@@ -2595,7 +2599,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                         ),
                         __p_N,
                       ) {
-                        __ld56[__v]
+                        __ld58[__v]
                       } else {
                         <f32 as ::core::default::Default>::default()
                       },

@@ -76,76 +76,97 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
-      let (__lt0, __lc1): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_4: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_4,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt0;
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
-          if true && __lc1 {
-            let mut __ld9_all: [[f32; 4usize]; 4usize] = unsafe {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld7_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -155,7 +176,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld9: [f32; 4usize] = {
+                let __ld7: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -169,22 +190,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c15 = __p_N;
+                      let __c13 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x14,
-                        __x13,
+                        __x12,
+                        __x11,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __c15,
+                          __x11,
+                          __c13,
                         )
                     },
                     [
@@ -204,7 +225,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld9_all[__jc] = __ld9;
+                __ld7_all[__jc] = __ld7;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -214,7 +235,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld9: [f32; 4usize] = __ld9_all[__jc];
+                let __ld7: [f32; 4usize] = __ld7_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -225,14 +246,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     let __f: usize = __f0 + __v;
                     _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                       _mean_3[__j],
-                      __ld9[__v],
+                      __ld7[__v],
                     );
                   },
                 );
               },
             );
           } else {
-            let mut __ld2_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -242,7 +263,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld2: [f32; 4usize] = {
+                let __ld0: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -278,22 +299,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c8 = __p_N;
+                        let __c6 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x5,
+                          __x4,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x6,
-                            __c8,
+                            __x4,
+                            __c6,
                           )
                       },
                       [
@@ -313,22 +334,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c5 = __p_N;
+                    let __c3 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x2,
+                      __x1,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x2,
+                        __c3,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -441,7 +462,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld2_all[__jc] = __ld2;
+                __ld0_all[__jc] = __ld0;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -451,7 +472,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld2: [f32; 4usize] = __ld2_all[__jc];
+                let __ld0: [f32; 4usize] = __ld0_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -469,7 +490,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld2[__v]
+                        __ld0[__v]
                       } else {
                         <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
@@ -643,7 +664,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red16: f32 = {
+    let __red14: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -664,7 +685,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red16,
+      __red14,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
@@ -696,76 +717,97 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
-      let (__lt17, __lc18): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_9: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_9,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt17;
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
-          if true && __lc18 {
-            let mut __ld26_all: [[f32; 4usize]; 4usize] = unsafe {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld22_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -775,7 +817,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld26: [f32; 4usize] = {
+                let __ld22: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -789,22 +831,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c32 = __p_N;
+                      let __c28 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x31,
-                        __x30,
+                        __x27,
+                        __x26,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x30,
-                          __c32,
+                          __x26,
+                          __c28,
                         )
                     },
                     [
@@ -824,7 +866,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld26_all[__jc] = __ld26;
+                __ld22_all[__jc] = __ld22;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -834,7 +876,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld26: [f32; 4usize] = __ld26_all[__jc];
+                let __ld22: [f32; 4usize] = __ld22_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -848,7 +890,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         {
                           let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld26[__v],
+                            __ld22[__v],
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -868,7 +910,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         },
                         {
                           let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld26[__v],
+                            __ld22[__v],
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -893,7 +935,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               },
             );
           } else {
-            let mut __ld19_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld15_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -903,7 +945,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld19: [f32; 4usize] = {
+                let __ld15: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -939,22 +981,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c25 = __p_N;
+                        let __c21 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x24,
-                          __x23,
+                          __x20,
+                          __x19,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x23,
-                            __c25,
+                            __x19,
+                            __c21,
                           )
                       },
                       [
@@ -974,22 +1016,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c22 = __p_N;
+                    let __c18 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x21,
-                      __x20,
+                      __x17,
+                      __x16,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x21,
-                        __c22,
+                        __x17,
+                        __c18,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1102,7 +1144,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld19_all[__jc] = __ld19;
+                __ld15_all[__jc] = __ld15;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1112,7 +1154,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld19: [f32; 4usize] = __ld19_all[__jc];
+                let __ld15: [f32; 4usize] = __ld15_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1133,7 +1175,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                               ),
                               __p_N,
                             ) {
-                              __ld19[__v]
+                              __ld15[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -1165,7 +1207,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                               ),
                               __p_N,
                             ) {
-                              __ld19[__v]
+                              __ld15[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -1421,7 +1463,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red33: f32 = {
+    let __red29: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1442,7 +1484,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red33,
+      __red29,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1492,238 +1534,6 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
-      let (__lt34, __lc35): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            y_row_2,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                y_row_2,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_y_ptr,
-                __len_y_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt36, __lc37): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt38, __lc39): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            __p_w_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_w_ptr,
-                __len_w_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt40, __lc41): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_b_ptr,
-                __len_b_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -1731,18 +1541,331 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt36 && __lt38 && __lt40 && __lt34;
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
-          if true && __lc37 && __lc39 && __lc41 && __lc35 {
-            let mut __ld63_all: [[f32; 4usize]; 4usize] = unsafe {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                y_row_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld51_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld70_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld58_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld77_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld65_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1752,7 +1875,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld63: [f32; 4usize] = {
+                let __ld51: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1766,22 +1889,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x67 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x68 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c69 = __p_N;
+                      let __c57 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x68,
-                        __x67,
+                        __x56,
+                        __x55,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x67,
-                          __c69,
+                          __x55,
+                          __c57,
                         )
                     },
                     [
@@ -1801,7 +1924,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                let __ld70: [f32; 4usize] = {
+                let __ld58: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1815,22 +1938,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x74 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x75 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c76 = __p_N;
+                      let __c64 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x75,
-                        __x74,
+                        __x63,
+                        __x62,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x74,
-                          __c76,
+                          __x62,
+                          __c64,
                         )
                     },
                     [
@@ -1842,7 +1965,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                let __ld77: [f32; 4usize] = {
+                let __ld65: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1856,22 +1979,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x81 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x82 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c83 = __p_N;
+                      let __c71 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x82,
-                        __x81,
+                        __x70,
+                        __x69,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x81,
-                          __c83,
+                          __x69,
+                          __c71,
                         )
                     },
                     [
@@ -1883,9 +2006,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld63_all[__jc] = __ld63;
-                __ld70_all[__jc] = __ld70;
-                __ld77_all[__jc] = __ld77;
+                __ld51_all[__jc] = __ld51;
+                __ld58_all[__jc] = __ld58;
+                __ld65_all[__jc] = __ld65;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1898,9 +2021,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld63: [f32; 4usize] = __ld63_all[__jc];
-                let __ld70: [f32; 4usize] = __ld70_all[__jc];
-                let __ld77: [f32; 4usize] = __ld77_all[__jc];
+                let __ld51: [f32; 4usize] = __ld51_all[__jc];
+                let __ld58: [f32; 4usize] = __ld58_all[__jc];
+                let __ld65: [f32; 4usize] = __ld65_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1920,14 +2043,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
                           <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld63[__v],
+                            __ld51[__v],
                             mean_7,
                           ),
                           rstd_14,
                         ),
-                        __ld70[__v],
+                        __ld58[__v],
                       ),
-                      __ld77[__v],
+                      __ld65[__v],
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1945,13 +2068,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               },
             );
           } else {
-            let mut __ld42_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld30_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld49_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld37_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld56_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld44_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1961,7 +2084,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld42: [f32; 4usize] = {
+                let __ld30: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1997,22 +2120,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c48 = __p_N;
+                        let __c36 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x47,
-                          __x46,
+                          __x35,
+                          __x34,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x46,
-                            __c48,
+                            __x34,
+                            __c36,
                           )
                       },
                       [
@@ -2032,22 +2155,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c45 = __p_N;
+                    let __c33 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x44,
-                      __x43,
+                      __x32,
+                      __x31,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x44,
-                        __c45,
+                        __x32,
+                        __c33,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2160,7 +2283,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                let __ld49: [f32; 4usize] = {
+                let __ld37: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2196,22 +2319,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x54 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c55 = __p_N;
+                        let __c43 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x54,
-                          __x53,
+                          __x42,
+                          __x41,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x53,
-                            __c55,
+                            __x41,
+                            __c43,
                           )
                       },
                       [
@@ -2223,22 +2346,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c52 = __p_N;
+                    let __c40 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x51,
-                      __x50,
+                      __x39,
+                      __x38,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x51,
-                        __c52,
+                        __x39,
+                        __c40,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2343,7 +2466,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                let __ld56: [f32; 4usize] = {
+                let __ld44: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2379,22 +2502,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x61 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c62 = __p_N;
+                        let __c50 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x61,
-                          __x60,
+                          __x49,
+                          __x48,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x60,
-                            __c62,
+                            __x48,
+                            __c50,
                           )
                       },
                       [
@@ -2406,22 +2529,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x57 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c59 = __p_N;
+                    let __c47 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x58,
-                      __x57,
+                      __x46,
+                      __x45,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x58,
-                        __c59,
+                        __x46,
+                        __c47,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2526,9 +2649,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld42_all[__jc] = __ld42;
-                __ld49_all[__jc] = __ld49;
-                __ld56_all[__jc] = __ld56;
+                __ld30_all[__jc] = __ld30;
+                __ld37_all[__jc] = __ld37;
+                __ld44_all[__jc] = __ld44;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2541,9 +2664,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld42: [f32; 4usize] = __ld42_all[__jc];
-                let __ld49: [f32; 4usize] = __ld49_all[__jc];
-                let __ld56: [f32; 4usize] = __ld56_all[__jc];
+                let __ld30: [f32; 4usize] = __ld30_all[__jc];
+                let __ld37: [f32; 4usize] = __ld37_all[__jc];
+                let __ld44: [f32; 4usize] = __ld44_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -2570,7 +2693,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                               ),
                               __p_N,
                             ) {
-                              __ld42[__v]
+                              __ld30[__v]
                             } else {
                               <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
@@ -2587,7 +2710,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                           ),
                           __p_N,
                         ) {
-                          __ld49[__v]
+                          __ld37[__v]
                         } else {
                           <f32 as ::core::default::Default>::default()
                         },
@@ -2599,7 +2722,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld56[__v]
+                        __ld44[__v]
                       } else {
                         <f32 as ::core::default::Default>::default()
                       },

@@ -2045,6 +2045,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
           (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
+      let (__lt42, __lc43): (bool, bool) = (
+        true && __lt36 && __lt38 && __lt40 && __lt34,
+        true && __lc37 && __lc39 && __lc41 && __lc35,
+      );
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -2052,18 +2056,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt36 && __lt38 && __lt40 && __lt34;
+          let mut __ok: bool = true && __lt42;
           __ok
         };
         if __vfast {
-          if true && __lc37 && __lc39 && __lc41 && __lc35 {
-            let mut __ld63_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          if true && __lc43 {
+            let mut __ld65_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld70_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld72_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld77_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld79_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2073,7 +2077,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld63: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld65: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2087,22 +2091,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x67 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x68 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c69 = __p_N;
+                      let __c71 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x68,
-                        __x67,
+                        __x70,
+                        __x69,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x67,
-                          __c69,
+                          __x69,
+                          __c71,
                         )
                     },
                     [
@@ -2134,7 +2138,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                let __ld70: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld72: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2148,22 +2152,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x74 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x76 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x75 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x77 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c76 = __p_N;
+                      let __c78 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x75,
-                        __x74,
+                        __x77,
+                        __x76,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x74,
-                          __c76,
+                          __x76,
+                          __c78,
                         )
                     },
                     [
@@ -2179,7 +2183,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                let __ld77: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld79: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2193,22 +2197,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x81 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x83 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x82 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x84 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c83 = __p_N;
+                      let __c85 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x82,
-                        __x81,
+                        __x84,
+                        __x83,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x81,
-                          __c83,
+                          __x83,
+                          __c85,
                         )
                     },
                     [
@@ -2224,9 +2228,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     true,
                   )
                 };
-                __ld63_all[__jc] = __ld63;
-                __ld70_all[__jc] = __ld70;
-                __ld77_all[__jc] = __ld77;
+                __ld65_all[__jc] = __ld65;
+                __ld72_all[__jc] = __ld72;
+                __ld79_all[__jc] = __ld79;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2239,9 +2243,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
                 let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
                 let mut __sm: [bool; 8usize] = [false; 8usize];
-                let __ld63: [::kernel_std::__private::device::F16; 8usize] = __ld63_all[__jc];
-                let __ld70: [::kernel_std::__private::device::F16; 8usize] = __ld70_all[__jc];
-                let __ld77: [::kernel_std::__private::device::F16; 8usize] = __ld77_all[__jc];
+                let __ld65: [::kernel_std::__private::device::F16; 8usize] = __ld65_all[__jc];
+                let __ld72: [::kernel_std::__private::device::F16; 8usize] = __ld72_all[__jc];
+                let __ld79: [::kernel_std::__private::device::F16; 8usize] = __ld79_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -2268,7 +2272,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                               ::kernel_std::__private::device::cast::<
                                 ::kernel_std::__private::device::F16,
                                 f32,
-                              >(__ld63[__v]),
+                              >(__ld65[__v]),
                               mean_7,
                             ),
                             rstd_14,
@@ -2276,12 +2280,12 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                           ::kernel_std::__private::device::cast::<
                             ::kernel_std::__private::device::F16,
                             f32,
-                          >(__ld70[__v]),
+                          >(__ld72[__v]),
                         ),
                         ::kernel_std::__private::device::cast::<
                           ::kernel_std::__private::device::F16,
                           f32,
-                        >(__ld77[__v]),
+                        >(__ld79[__v]),
                       ),
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2300,13 +2304,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               },
             );
           } else {
-            let mut __ld42_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld44_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld49_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld51_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld56_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            let mut __ld58_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2316,7 +2320,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld42: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld44: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2380,22 +2384,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c48 = __p_N;
+                        let __c50 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x47,
-                          __x46,
+                          __x49,
+                          __x48,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x46,
-                            __c48,
+                            __x48,
+                            __c50,
                           )
                       },
                       [
@@ -2427,22 +2431,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c45 = __p_N;
+                    let __c47 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x44,
-                      __x43,
+                      __x46,
+                      __x45,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x44,
-                        __c45,
+                        __x46,
+                        __c47,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2647,7 +2651,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                let __ld49: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld51: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2711,22 +2715,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x54 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c55 = __p_N;
+                        let __c57 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x54,
-                          __x53,
+                          __x56,
+                          __x55,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x53,
-                            __c55,
+                            __x55,
+                            __c57,
                           )
                       },
                       [
@@ -2742,22 +2746,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c52 = __p_N;
+                    let __c54 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x51,
-                      __x50,
+                      __x53,
+                      __x52,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x51,
-                        __c52,
+                        __x53,
+                        __c54,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2946,7 +2950,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                let __ld56: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld58: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -3010,22 +3014,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     >(
                       __q0,
                       !{
-                        let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x61 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c62 = __p_N;
+                        let __c64 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x61,
-                          __x60,
+                          __x63,
+                          __x62,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x60,
-                            __c62,
+                            __x62,
+                            __c64,
                           )
                       },
                       [
@@ -3041,22 +3045,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       false,
                     )
                   } else if {
-                    let __x57 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x59 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c59 = __p_N;
+                    let __c61 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x58,
-                      __x57,
+                      __x60,
+                      __x59,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x58,
-                        __c59,
+                        __x60,
+                        __c61,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -3245,9 +3249,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ]
                   }
                 };
-                __ld42_all[__jc] = __ld42;
-                __ld49_all[__jc] = __ld49;
-                __ld56_all[__jc] = __ld56;
+                __ld44_all[__jc] = __ld44;
+                __ld51_all[__jc] = __ld51;
+                __ld58_all[__jc] = __ld58;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3260,9 +3264,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
                 let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
                 let mut __sm: [bool; 8usize] = [false; 8usize];
-                let __ld42: [::kernel_std::__private::device::F16; 8usize] = __ld42_all[__jc];
-                let __ld49: [::kernel_std::__private::device::F16; 8usize] = __ld49_all[__jc];
-                let __ld56: [::kernel_std::__private::device::F16; 8usize] = __ld56_all[__jc];
+                let __ld44: [::kernel_std::__private::device::F16; 8usize] = __ld44_all[__jc];
+                let __ld51: [::kernel_std::__private::device::F16; 8usize] = __ld51_all[__jc];
+                let __ld58: [::kernel_std::__private::device::F16; 8usize] = __ld58_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -3297,7 +3301,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                                   ),
                                   __p_N,
                                 ) {
-                                  __ld42[__v]
+                                  __ld44[__v]
                                 } else {
                                   <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                     0f64,
@@ -3319,7 +3323,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                               ),
                               __p_N,
                             ) {
-                              __ld49[__v]
+                              __ld51[__v]
                             } else {
                               <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                             },
@@ -3336,7 +3340,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                             ),
                             __p_N,
                           ) {
-                            __ld56[__v]
+                            __ld58[__v]
                           } else {
                             <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                           },

@@ -76,76 +76,97 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         8192i64,
       );
-      let (__lt0, __lc1): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_4: i32 = __start;
-          let __ul: usize = ((__span + (8192usize as i64 - 1))
-            / (8192usize as i64) * (8192usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (8usize - 1)) / 8usize * 8usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_4,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt0;
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(8191i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  8192usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 8192usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                8192usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
-          if true && __lc1 {
-            let mut __ld9_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(8191i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                8192usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 8192usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld7_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -155,7 +176,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld9: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld7: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -169,22 +190,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   >(
                     __q0,
                     !{
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c15 = __p_N;
+                      let __c13 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x14,
-                        __x13,
+                        __x12,
+                        __x11,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __c15,
+                          __x11,
+                          __c13,
                         )
                     },
                     [
@@ -216,7 +237,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     true,
                   )
                 };
-                __ld9_all[__jc] = __ld9;
+                __ld7_all[__jc] = __ld7;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -226,7 +247,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld9: [::kernel_std::__private::device::F16; 8usize] = __ld9_all[__jc];
+                let __ld7: [::kernel_std::__private::device::F16; 8usize] = __ld7_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -240,14 +261,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       ::kernel_std::__private::device::cast::<
                         ::kernel_std::__private::device::F16,
                         f32,
-                      >(__ld9[__v]),
+                      >(__ld7[__v]),
                     );
                   },
                 );
               },
             );
           } else {
-            let mut __ld2_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -257,7 +278,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld2: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -321,22 +342,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     >(
                       __q0,
                       !{
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c8 = __p_N;
+                        let __c6 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x5,
+                          __x4,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x6,
-                            __c8,
+                            __x4,
+                            __c6,
                           )
                       },
                       [
@@ -368,22 +389,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       false,
                     )
                   } else if {
-                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_4,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c5 = __p_N;
+                    let __c3 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x2,
+                      __x1,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x2,
+                        __c3,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -588,7 +609,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     ]
                   }
                 };
-                __ld2_all[__jc] = __ld2;
+                __ld0_all[__jc] = __ld0;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -598,7 +619,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld2: [::kernel_std::__private::device::F16; 8usize] = __ld2_all[__jc];
+                let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -620,7 +641,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                           ),
                           __p_N,
                         ) {
-                          __ld2[__v]
+                          __ld0[__v]
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
@@ -800,7 +821,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red16: f32 = {
+    let __red14: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -821,7 +842,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red16,
+      __red14,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
@@ -853,76 +874,97 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         8192i64,
       );
-      let (__lt17, __lc18): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_9: i32 = __start;
-          let __ul: usize = ((__span + (8192usize as i64 - 1))
-            / (8192usize as i64) * (8192usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (8usize - 1)) / 8usize * 8usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_9,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt17;
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(8191i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  8192usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 8192usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                8192usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
-          if true && __lc18 {
-            let mut __ld26_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(8191i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                8192usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 8192usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld22_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -932,7 +974,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld26: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld22: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -946,22 +988,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   >(
                     __q0,
                     !{
-                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c32 = __p_N;
+                      let __c28 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x31,
-                        __x30,
+                        __x27,
+                        __x26,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x30,
-                          __c32,
+                          __x26,
+                          __c28,
                         )
                     },
                     [
@@ -993,7 +1035,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     true,
                   )
                 };
-                __ld26_all[__jc] = __ld26;
+                __ld22_all[__jc] = __ld22;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1003,7 +1045,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld26: [::kernel_std::__private::device::F16; 8usize] = __ld26_all[__jc];
+                let __ld22: [::kernel_std::__private::device::F16; 8usize] = __ld22_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -1020,7 +1062,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
-                            >(__ld26[__v]),
+                            >(__ld22[__v]),
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -1043,7 +1085,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
-                            >(__ld26[__v]),
+                            >(__ld22[__v]),
                             mean_7,
                           );
                           let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -1068,7 +1110,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               },
             );
           } else {
-            let mut __ld19_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld15_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1078,7 +1120,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld19: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld15: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1142,22 +1184,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     >(
                       __q0,
                       !{
-                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c25 = __p_N;
+                        let __c21 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x24,
-                          __x23,
+                          __x20,
+                          __x19,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x23,
-                            __c25,
+                            __x19,
+                            __c21,
                           )
                       },
                       [
@@ -1189,22 +1231,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       false,
                     )
                   } else if {
-                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c22 = __p_N;
+                    let __c18 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x21,
-                      __x20,
+                      __x17,
+                      __x16,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x21,
-                        __c22,
+                        __x17,
+                        __c18,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1409,7 +1451,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     ]
                   }
                 };
-                __ld19_all[__jc] = __ld19;
+                __ld15_all[__jc] = __ld15;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1419,7 +1461,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld19: [::kernel_std::__private::device::F16; 8usize] = __ld19_all[__jc];
+                let __ld15: [::kernel_std::__private::device::F16; 8usize] = __ld15_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -1444,7 +1486,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                                 ),
                                 __p_N,
                               ) {
-                                __ld19[__v]
+                                __ld15[__v]
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
@@ -1481,7 +1523,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                                 ),
                                 __p_N,
                               ) {
-                                __ld19[__v]
+                                __ld15[__v]
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
@@ -1746,7 +1788,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red33: f32 = {
+    let __red29: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1767,7 +1809,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red33,
+      __red29,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1817,238 +1859,6 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         8192i64,
       );
-      let (__lt34, __lc35): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (8192usize as i64 - 1))
-            / (8192usize as i64) * (8192usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (8usize - 1)) / 8usize * 8usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            y_row_2,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                y_row_2,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_y_ptr,
-                __len_y_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt36, __lc37): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (8192usize as i64 - 1))
-            / (8192usize as i64) * (8192usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (8usize - 1)) / 8usize * 8usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt38, __lc39): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (8192usize as i64 - 1))
-            / (8192usize as i64) * (8192usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (8usize - 1)) / 8usize * 8usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            __p_w_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_w_ptr,
-                __len_w_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt40, __lc41): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (8192usize as i64 - 1))
-            / (8192usize as i64) * (8192usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (8usize - 1)) / 8usize * 8usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_b_ptr,
-                __len_b_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -2056,18 +1866,331 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt36 && __lt38 && __lt40 && __lt34;
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(8191i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  8192usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 8192usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                8192usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(8191i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  8192usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 8192usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                8192usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(8191i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  8192usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 8192usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                8192usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(8191i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  8192usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 8192usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                8192usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
-          if true && __lc37 && __lc39 && __lc41 && __lc35 {
-            let mut __ld63_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(8191i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                8192usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 8192usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(8191i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                8192usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 8192usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(8191i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                8192usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 8192usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(8191i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                8192usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 8192usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                y_row_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld51_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld70_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld58_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld77_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld65_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2077,7 +2200,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld63: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld51: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2091,22 +2214,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   >(
                     __q0,
                     !{
-                      let __x67 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x68 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c69 = __p_N;
+                      let __c57 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x68,
-                        __x67,
+                        __x56,
+                        __x55,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x67,
-                          __c69,
+                          __x55,
+                          __c57,
                         )
                     },
                     [
@@ -2138,7 +2261,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     true,
                   )
                 };
-                let __ld70: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld58: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2152,22 +2275,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   >(
                     __q0,
                     !{
-                      let __x74 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x75 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c76 = __p_N;
+                      let __c64 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x75,
-                        __x74,
+                        __x63,
+                        __x62,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x74,
-                          __c76,
+                          __x62,
+                          __c64,
                         )
                     },
                     [
@@ -2183,7 +2306,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     true,
                   )
                 };
-                let __ld77: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld65: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2197,22 +2320,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   >(
                     __q0,
                     !{
-                      let __x81 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x82 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c83 = __p_N;
+                      let __c71 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x82,
-                        __x81,
+                        __x70,
+                        __x69,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x81,
-                          __c83,
+                          __x69,
+                          __c71,
                         )
                     },
                     [
@@ -2228,9 +2351,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     true,
                   )
                 };
-                __ld63_all[__jc] = __ld63;
-                __ld70_all[__jc] = __ld70;
-                __ld77_all[__jc] = __ld77;
+                __ld51_all[__jc] = __ld51;
+                __ld58_all[__jc] = __ld58;
+                __ld65_all[__jc] = __ld65;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2243,9 +2366,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
                 let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
                 let mut __sm: [bool; 8usize] = [false; 8usize];
-                let __ld63: [::kernel_std::__private::device::F16; 8usize] = __ld63_all[__jc];
-                let __ld70: [::kernel_std::__private::device::F16; 8usize] = __ld70_all[__jc];
-                let __ld77: [::kernel_std::__private::device::F16; 8usize] = __ld77_all[__jc];
+                let __ld51: [::kernel_std::__private::device::F16; 8usize] = __ld51_all[__jc];
+                let __ld58: [::kernel_std::__private::device::F16; 8usize] = __ld58_all[__jc];
+                let __ld65: [::kernel_std::__private::device::F16; 8usize] = __ld65_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -2272,7 +2395,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                               ::kernel_std::__private::device::cast::<
                                 ::kernel_std::__private::device::F16,
                                 f32,
-                              >(__ld63[__v]),
+                              >(__ld51[__v]),
                               mean_7,
                             ),
                             rstd_14,
@@ -2280,12 +2403,12 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                           ::kernel_std::__private::device::cast::<
                             ::kernel_std::__private::device::F16,
                             f32,
-                          >(__ld70[__v]),
+                          >(__ld58[__v]),
                         ),
                         ::kernel_std::__private::device::cast::<
                           ::kernel_std::__private::device::F16,
                           f32,
-                        >(__ld77[__v]),
+                        >(__ld65[__v]),
                       ),
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2304,13 +2427,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               },
             );
           } else {
-            let mut __ld42_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld30_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld49_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld37_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld56_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            let mut __ld44_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -2320,7 +2443,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let __ld42: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld30: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2384,22 +2507,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     >(
                       __q0,
                       !{
-                        let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c48 = __p_N;
+                        let __c36 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x47,
-                          __x46,
+                          __x35,
+                          __x34,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x46,
-                            __c48,
+                            __x34,
+                            __c36,
                           )
                       },
                       [
@@ -2431,22 +2554,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       false,
                     )
                   } else if {
-                    let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c45 = __p_N;
+                    let __c33 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x44,
-                      __x43,
+                      __x32,
+                      __x31,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x44,
-                        __c45,
+                        __x32,
+                        __c33,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2651,7 +2774,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     ]
                   }
                 };
-                let __ld49: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld37: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2715,22 +2838,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     >(
                       __q0,
                       !{
-                        let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x54 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c55 = __p_N;
+                        let __c43 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x54,
-                          __x53,
+                          __x42,
+                          __x41,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x53,
-                            __c55,
+                            __x41,
+                            __c43,
                           )
                       },
                       [
@@ -2746,22 +2869,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       false,
                     )
                   } else if {
-                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c52 = __p_N;
+                    let __c40 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x51,
-                      __x50,
+                      __x39,
+                      __x38,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x51,
-                        __c52,
+                        __x39,
+                        __c40,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2950,7 +3073,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     ]
                   }
                 };
-                let __ld56: [::kernel_std::__private::device::F16; 8usize] = {
+                let __ld44: [::kernel_std::__private::device::F16; 8usize] = {
                   let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -3014,22 +3137,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     >(
                       __q0,
                       !{
-                        let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x61 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         );
-                        let __c62 = __p_N;
+                        let __c50 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x61,
-                          __x60,
+                          __x49,
+                          __x48,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x60,
-                            __c62,
+                            __x48,
+                            __c50,
                           )
                       },
                       [
@@ -3045,22 +3168,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       false,
                     )
                   } else if {
-                    let __x57 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                     );
-                    let __c59 = __p_N;
+                    let __c47 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x58,
-                      __x57,
+                      __x46,
+                      __x45,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x58,
-                        __c59,
+                        __x46,
+                        __c47,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -3249,9 +3372,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     ]
                   }
                 };
-                __ld42_all[__jc] = __ld42;
-                __ld49_all[__jc] = __ld49;
-                __ld56_all[__jc] = __ld56;
+                __ld30_all[__jc] = __ld30;
+                __ld37_all[__jc] = __ld37;
+                __ld44_all[__jc] = __ld44;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3264,9 +3387,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
                 let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
                 let mut __sm: [bool; 8usize] = [false; 8usize];
-                let __ld42: [::kernel_std::__private::device::F16; 8usize] = __ld42_all[__jc];
-                let __ld49: [::kernel_std::__private::device::F16; 8usize] = __ld49_all[__jc];
-                let __ld56: [::kernel_std::__private::device::F16; 8usize] = __ld56_all[__jc];
+                let __ld30: [::kernel_std::__private::device::F16; 8usize] = __ld30_all[__jc];
+                let __ld37: [::kernel_std::__private::device::F16; 8usize] = __ld37_all[__jc];
+                let __ld44: [::kernel_std::__private::device::F16; 8usize] = __ld44_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -3301,7 +3424,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                                   ),
                                   __p_N,
                                 ) {
-                                  __ld42[__v]
+                                  __ld30[__v]
                                 } else {
                                   <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                     0f64,
@@ -3323,7 +3446,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                               ),
                               __p_N,
                             ) {
-                              __ld49[__v]
+                              __ld37[__v]
                             } else {
                               <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                             },
@@ -3340,7 +3463,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                             ),
                             __p_N,
                           ) {
-                            __ld56[__v]
+                            __ld44[__v]
                           } else {
                             <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                           },
@@ -3750,7 +3873,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused_f16__c5: [u8; 228usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c5\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 8192}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": 80}";
+pub static __KERNEL_META_layer_norm_fwd_fused_f16__c5: [u8; 230usize] = *b"{\"entry\": \"layer_norm_fwd_fused_f16__c5\", \"kernel\": \"layer_norm_fwd_fused_f16\", \"meta\": {\"BLOCK_SIZE\": 8192}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -972,64 +972,6 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         4096i64,
       );
-      let (__lt16, __lc17): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_12: i32 = __start;
-          let __ul: usize = ((__span + (4096usize as i64 - 1))
-            / (4096usize as i64) * (4096usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_12,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_n_cols) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            out_ptr_2,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_12,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                out_ptr_2,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_output_ptr,
-                __len_output_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -1098,7 +1040,58 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                       __eu,
                     )
                 }
-            } && __lt16;
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    out_ptr_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      out_ptr_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_output_ptr,
+                      __len_output_ptr,
+                      __eu,
+                    )
+                }
+            };
           __ok
         };
         if __vfast {
@@ -1132,9 +1125,36 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ),
                   __p_input_col_stride,
                 ),
-              )) as usize) % 16usize == 0) && __lc17
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_n_cols) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 4usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                out_ptr_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
           {
-            let mut __ld25_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld23_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1144,7 +1164,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld25: [f32; 4usize] = {
+                let __ld23: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     row_ptr_1,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1161,22 +1181,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c31 = __p_n_cols;
+                      let __c29 = __p_n_cols;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x30,
-                        __x29,
+                        __x28,
+                        __x27,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x29,
-                          __c31,
+                          __x27,
+                          __c29,
                         )
                     },
                     [
@@ -1196,7 +1216,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     true,
                   )
                 };
-                __ld25_all[__jc] = __ld25;
+                __ld23_all[__jc] = __ld23;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1209,7 +1229,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld25: [f32; 4usize] = __ld25_all[__jc];
+                let __ld23: [f32; 4usize] = __ld23_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1228,7 +1248,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                       <f32 as ::kernel_std::__private::device::Float>::exp(
                         <f32 as ::kernel_std::__private::device::Num>::sub(
-                          __ld25[__v],
+                          __ld23[__v],
                           row_max_10,
                         ),
                       ),
@@ -1250,7 +1270,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
               },
             );
           } else {
-            let mut __ld18_all: [[f32; 4usize]; 4usize] = unsafe {
+            let mut __ld16_all: [[f32; 4usize]; 4usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1260,7 +1280,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld18: [f32; 4usize] = {
+                let __ld16: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     row_ptr_1,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1308,22 +1328,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     >(
                       __q0,
                       !{
-                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c24 = __p_n_cols;
+                        let __c22 = __p_n_cols;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x23,
-                          __x22,
+                          __x21,
+                          __x20,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x22,
-                            __c24,
+                            __x20,
+                            __c22,
                           )
                       },
                       [
@@ -1343,22 +1363,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                       false,
                     )
                   } else if {
-                    let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_12,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_12,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c21 = __p_n_cols;
+                    let __c19 = __p_n_cols;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x20,
-                      __x19,
+                      __x18,
+                      __x17,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x20,
-                        __c21,
+                        __x18,
+                        __c19,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && ((::kernel_std::__private::device::cast::<
@@ -1475,7 +1495,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     ]
                   }
                 };
-                __ld18_all[__jc] = __ld18;
+                __ld16_all[__jc] = __ld16;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1488,7 +1508,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld18: [f32; 4usize] = __ld18_all[__jc];
+                let __ld16: [f32; 4usize] = __ld16_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1514,7 +1534,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                             ),
                             __p_n_cols,
                           ) {
-                            __ld18[__v]
+                            __ld16[__v]
                           } else {
                             <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               f64::NEG_INFINITY,
