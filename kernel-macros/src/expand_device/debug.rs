@@ -80,25 +80,12 @@ impl DevGen<'_> {
             bits.resize(2, quote!(0u64));
             quote!([#(#bits),*])
         };
-        if hint {
-            let (c, vals) = (self.ev(cond, &At::Own), values(self));
-            return quote! {
-                if !(#c) {
-                    if __tid == 0 {
-                        let (__af, __av): (u32, [u64; 2]) = (0, #vals);
-                        #report
-                    }
-                    return;
-                }
-            };
-        }
         if scalar {
             let (c, vals) = (self.ev(cond, &At::Own), values(self));
-            return quote! {
-                if !(#c) && __tid == 0 {
-                    let (__af, __av): (u32, [u64; 2]) = (0, #vals);
-                    #report
-                }
+            let report = quote!(let (__af, __av): (u32, [u64; 2]) = (0, #vals); #report);
+            return match hint {
+                true => quote!(if !(#c) { if __tid == 0 { #report } return; }),
+                false => quote!(if !(#c) && __tid == 0 { #report }),
             };
         }
         let find = self.phase(self.numel(cond), |g| {

@@ -64,15 +64,15 @@ impl DevGen<'_> {
         }
         let (prefix, prefix_multiple) = match bounds {
             None => (quote!(#numel), numel as u64),
-            Some(b) => (self.prefix_kept(parent, b, numel), self.prefix_multiple(b)),
+            Some(b) => {
+                let span = numel as i64 - 1;
+                (self.prefix_kept(parent, b, (quote!(#numel), quote!(#span))), self.prefix_multiple(b))
+            }
         };
         let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
-        let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
-        let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
+        let checks = self.range_checks(parent, ptr, &step, size);
         // Alignment the analysis of multiples proves is not tested.
         let p0_multiple = self.multiples.at0(ptr);
-        let align = super::vector::pieces_align();
-        let align_test = (p0_multiple % super::vector::PIECES_ALIGN as u64 != 0).then(|| quote!(&& (__p0 as usize) % #align == 0));
         let chunk_align = (v * size).min(16);
         let clean_prefix = (prefix_multiple % v as u64 != 0).then(|| quote!((#prefix) % #v == 0));
         let clean_p0 = (p0_multiple % chunk_align as u64 != 0).then(|| quote!(((#p0) as usize) % #chunk_align == 0));
@@ -85,10 +85,7 @@ impl DevGen<'_> {
             let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, #numel);
             __eu == 0 || {
                 let __p0 = #p0;
-                (#step) == 1i64
-                    #align_test
-                    && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
-                    && #fits
+                #checks
             }
         });
         Some(WholeTest { test, clean, looped: None })
@@ -127,27 +124,46 @@ impl DevGen<'_> {
         Some((a, b, inclusive))
     }
 
-    /// For a mask of the one-dimensional block `parent` of `numel` elements that keeps a prefix
-    /// of it (`bounds`, see [`Self::prefix_bounds`]), an expression of that prefix's length (a
-    /// `usize` in `0..=numel`): where `a` is below `b` (or not above). Should `a` pass its type's maximum over the block (it
-    /// wraps, and the kept elements need not be a prefix) the length is `numel`: the caller then
-    /// tests the whole block.
-    fn prefix_kept(&self, parent: ExprId, (a, b, inclusive): PrefixBounds, numel: usize) -> TokenStream {
+    /// For a mask of a one-dimensional block of `len` elements (`span` = `len - 1` as an `i64`;
+    /// both tokens) that keeps a prefix of it (`bounds`, see [`Self::prefix_bounds`]; evaluated
+    /// at element 0 of `parent`), an expression of that prefix's length (a `usize` in
+    /// `0..=len`): where `a` is below `b` (or not above). Should `a` pass its type's maximum over
+    /// the block (it wraps, and the kept elements need not be a prefix) the length is `len`: the
+    /// caller then tests the whole block.
+    pub(super) fn prefix_kept(&self, parent: ExprId, (a, b, inclusive): PrefixBounds, (len, span): (TokenStream, TokenStream)) -> TokenStream {
         let max = match self.k.exprs[a].ty.dtype() {
             Some(DType::I32) => quote!(i32::MAX as i64),
             _ => quote!(i64::MAX),
         };
         let a0 = self.operand(parent, a, &At::Flat(quote!(0usize)));
         let b0 = self.operand(parent, b, &At::Flat(quote!(0usize)));
-        let (extra, span) = (inclusive as i64, numel as i64 - 1);
+        let extra = inclusive as i64;
         quote!({
             let (__a0, __b0): (i64, i64) = ((#a0) as i64, (#b0) as i64);
             if __a0.checked_add(#span).is_none_or(|__z| __z > #max) {
-                #numel
+                #len
             } else {
-                __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, #numel as i64) as usize
+                __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, #len as i64) as usize
             }
         })
+    }
+
+    /// What makes the chunks of the kept range `[0, __eu)` of the access through `ptr` (first
+    /// pointer bound to `__p0`, column step `step`, elements of `size` bytes) pass: they step by
+    /// one element, the first is 4-byte aligned (unless the analysis of multiples proves it), the
+    /// last pointer is where the first one's run ends (no offset wrapped), and the range is
+    /// inside the buffer.
+    pub(super) fn range_checks(&self, parent: ExprId, ptr: ExprId, step: &TokenStream, size: usize) -> TokenStream {
+        let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
+        let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
+        let align = super::vector::pieces_align();
+        let align_test = (self.multiples.at0(ptr) % super::vector::PIECES_ALIGN as u64 != 0).then(|| quote!(&& (__p0 as usize) % #align == 0));
+        quote! {
+            (#step) == 1i64
+                #align_test
+                && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
+                && #fits
+        }
     }
 
     /// `e` seen through the pure and inline locals that name it.

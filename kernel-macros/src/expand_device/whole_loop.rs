@@ -15,7 +15,6 @@
 //! block ([`MAX_LOOP_TEST_CHUNKS`]).
 
 use super::whole::WholeTest;
-use std::collections::HashSet;
 use super::*;
 
 /// The most chunks a thread may hold in each phase of an access tested once per loop: with more,
@@ -36,9 +35,9 @@ impl DevGen<'_> {
             return None;
         }
         let (lv, body) = self.row_loop(ptr)?;
-        let inside = loop_locals(body);
+        let inside = loop_values(body);
         let sum = self.ptr_sum(ptr)?;
-        if self.depends_on(sum.base, lv) || self.reads_loop_values(sum.base, &inside, lv) || self.loads_in(ptr) {
+        if self.depends_on(sum.base, lv) || !self.loop_steady(ptr, lv, &inside) {
             return None;
         }
         let mut units = (0, 0);
@@ -51,7 +50,7 @@ impl DevGen<'_> {
         if let Some((a, b, _)) = bounds {
             let mut au = (0, 0);
             self.unit_terms(a, lv, numel, &inside, &mut au)?;
-            if au != (1, 1) || self.depends_on(b, lv) || self.reads_loop_values(b, &inside, lv) || self.loads_in(a) || self.loads_in(b) {
+            if au != (1, 1) || self.depends_on(b, lv) || !self.loop_steady(a, lv, &inside) || !self.loop_steady(b, lv, &inside) {
                 return None;
             }
         }
@@ -59,17 +58,13 @@ impl DevGen<'_> {
         if (numel * size) % chunk_align != 0 || (numel * size) % super::vector::PIECES_ALIGN != 0 {
             return None;
         }
-        let p0_multiple = self.multiples.at0(ptr);
-        let align = super::vector::pieces_align();
-        let align_test = (p0_multiple % super::vector::PIECES_ALIGN as u64 != 0).then(|| quote!(&& (__p0 as usize) % #align == 0));
-        let clean_p0 = (p0_multiple % chunk_align as u64 != 0).then(|| quote!(&& (__p0 as usize) % #chunk_align == 0));
+        let clean_p0 = (self.multiples.at0(ptr) % chunk_align as u64 != 0).then(|| quote!(&& (__p0 as usize) % #chunk_align == 0));
         let prefix = match bounds {
             None => quote!(__ul),
-            Some(b) => self.union_prefix(parent, b),
+            Some(b) => self.prefix_kept(parent, b, (quote!(__ul), quote!(__ul as i64 - 1))),
         };
         let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
-        let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
-        let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
+        let checks = self.range_checks(parent, ptr, step, size);
         let (test, clean) = (self.fresh("lt"), self.fresh("lc"));
         let id = crate::expand_cpu::local_ident(k, lv);
         let t = self.elem(&k.locals[lv].ty);
@@ -85,11 +80,7 @@ impl DevGen<'_> {
                     let __e: usize = #prefix;
                     let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, __ul);
                     let __p0 = #p0;
-                    let __ok: bool = __eu == 0
-                        || ((#step) == 1i64
-                            #align_test
-                            && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
-                            && #fits);
+                    let __ok: bool = __eu == 0 || (#checks);
                     (__ok, __ok && __e % #v == 0 #clean_p0)
                 }
             };
@@ -116,7 +107,7 @@ impl DevGen<'_> {
     /// are the loop variable `lv` and an `arange` of `numel` elements; `None` when a term is
     /// neither of them nor a loop-invariant scalar (one that reads no value the loop body
     /// defines).
-    fn unit_terms(&self, e: ExprId, lv: LocalId, numel: usize, inside: &HashSet<LocalId>, units: &mut (usize, usize)) -> Option<()> {
+    fn unit_terms(&self, e: ExprId, lv: LocalId, numel: usize, inside: &HashMap<LocalId, Vec<ExprId>>, units: &mut (usize, usize)) -> Option<()> {
         let k = self.k;
         if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
             return None;
@@ -140,43 +131,10 @@ impl DevGen<'_> {
             }
             // A scalar spread over the block.
             ExprKind::BroadcastTo(x) | ExprKind::Full(x) if self.shapes[*x].iter().product::<usize>() == 1 => self.unit_terms(*x, lv, numel, inside, units)?,
-            _ if self.shapes[e].iter().product::<usize>() == 1 && !self.depends_on(e, lv) && !self.reads_loop_values(e, inside, lv) => {}
+            _ if self.shapes[e].iter().product::<usize>() == 1 && !self.depends_on(e, lv) && self.loop_steady(e, lv, inside) => {}
             _ => return None,
         }
         Some(())
-    }
-
-    /// Whether `e` reads (through pure and inline locals) a local the loop body defines other
-    /// than its variable `lv`.
-    fn reads_loop_values(&self, e: ExprId, inside: &HashSet<LocalId>, lv: LocalId) -> bool {
-        match &self.k.exprs[e].kind {
-            ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(x) | LocalKind::Inline(x) => self.reads_loop_values(x, inside, lv),
-                _ => *l != lv && inside.contains(l),
-            },
-            kind => kind.operands().into_iter().any(|c| self.reads_loop_values(c, inside, lv)),
-        }
-    }
-
-    /// The length of the prefix the mask `(a, b, inclusive)` keeps of the union of the loop's
-    /// blocks (`__ul` elements from the first iteration's first, the loop variable bound to its
-    /// first value): as [`Self::whole_block_test`]'s prefix, over `__ul` elements.
-    fn union_prefix(&self, parent: ExprId, (a, b, inclusive): (ExprId, ExprId, bool)) -> TokenStream {
-        let max = match self.k.exprs[a].ty.dtype() {
-            Some(DType::I32) => quote!(i32::MAX as i64),
-            _ => quote!(i64::MAX),
-        };
-        let a0 = self.operand(parent, a, &At::Flat(quote!(0usize)));
-        let b0 = self.operand(parent, b, &At::Flat(quote!(0usize)));
-        let extra = inclusive as i64;
-        quote!({
-            let (__a0, __b0): (i64, i64) = ((#a0) as i64, (#b0) as i64);
-            if __a0.checked_add(__ul as i64 - 1).is_none_or(|__z| __z > #max) {
-                __ul
-            } else {
-                __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, __ul as i64) as usize
-            }
-        })
     }
 
     /// One pair of flags for the loop-level tests `tests` (test, clean) of one phase in the
@@ -215,23 +173,18 @@ fn find_loop(stmts: &[Stmt], var: LocalId) -> Option<(ExprId, &[Stmt])> {
     None
 }
 
-/// The locals that `stmts` define (`let`, assignments, loop variables), at any depth.
-fn loop_locals(stmts: &[Stmt]) -> HashSet<LocalId> {
-    let mut out = HashSet::new();
-    fn walk(stmts: &[Stmt], out: &mut HashSet<LocalId>) {
+/// The values the locals of `stmts` are given (see [`assigned_values_in`]), with the variables
+/// of the loops inside them: values that may change from one iteration to the next.
+fn loop_values(stmts: &[Stmt]) -> HashMap<LocalId, Vec<ExprId>> {
+    let mut out = assigned_values_in(stmts);
+    fn loop_vars(stmts: &[Stmt], out: &mut HashMap<LocalId, Vec<ExprId>>) {
         for s in stmts {
-            match s {
-                Stmt::Let { local, .. } | Stmt::Assign { local, .. } => {
-                    out.insert(*local);
-                }
-                Stmt::For { var, .. } => {
-                    out.insert(*var);
-                }
-                _ => {}
+            if let Stmt::For { var, .. } = s {
+                out.entry(*var).or_default();
             }
-            s.bodies().into_iter().for_each(|b| walk(b, out));
+            s.bodies().into_iter().for_each(|b| loop_vars(b, out));
         }
     }
-    walk(stmts, &mut out);
+    loop_vars(stmts, &mut out);
     out
 }
