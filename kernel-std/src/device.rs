@@ -1361,7 +1361,7 @@ pub fn widen_shared<T: WidenPair>(from: u32, to: u32) {
 /// inline cold code sat between the K loop and the epilogue). The code it runs must not contain
 /// `wgmma`: ptxas then serializes every `wgmma` of the calling entry.
 #[inline(never)]
-pub fn outline<F: FnOnce()>(f: F) {
+pub fn outline<R, F: FnOnce() -> R>(f: F) -> R {
     f()
 }
 

@@ -178,16 +178,17 @@ impl DevGen<'_> {
         self.col_step_in(e, moves, at, None, &mut Vec::new())
     }
 
-    /// [`Self::col_step`] over the `span + 1` elements of a row from position `at` to `end`,
+    /// [`Self::col_step`] over the `span + 1` elements of a row from position `at` to `end`
+    /// (`span`: an `i64` expression),
     /// which also takes a remainder `x % m` of a unit-step `x` by a value constant along the row
     /// (the columns of a tile wrapped around a tensor's edge, `(pid * BLOCK + arange) % N`):
     /// it steps by one on the span when it does not wrap there, which the conditions pushed on
     /// `conds` test (its values at both ends differ by `span`).
-    pub(super) fn col_step_over(&self, e: ExprId, moves: bool, at: &At, end: &At, span: usize, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
+    pub(super) fn col_step_over(&self, e: ExprId, moves: bool, at: &At, end: &At, span: &TokenStream, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         self.col_step_in(e, moves, at, Some((end, span)), conds)
     }
 
-    fn col_step_in(&self, e: ExprId, moves: bool, at: &At, end: Option<(&At, usize)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
+    fn col_step_in(&self, e: ExprId, moves: bool, at: &At, end: Option<(&At, &TokenStream)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.d;
         if self.along(e, moves) == Along::Const {
@@ -229,7 +230,6 @@ impl DevGen<'_> {
                 let sx = sub(*x)?;
                 let t = self.elem(&k.exprs[e].ty);
                 let (v0, v1) = (self.ev(e, at), self.ev(e, at1));
-                let span = span as i64;
                 conds.push(quote!((#sx == 1i64 && #d::cast::<#t, i64>(#v1).wrapping_sub(#d::cast::<#t, i64>(#v0)) == #span)));
                 Some(quote!(1i64))
             }

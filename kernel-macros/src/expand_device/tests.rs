@@ -1389,3 +1389,51 @@ fn row_loops_test_their_accesses_once() {
     let moved = kernel("B", "let x_row = x_row + off;");
     assert_eq!(loop_tests(&moved), 2);
 }
+
+/// The rows and columns of a pipelined accumulator that only masked stores read (`live.rs`):
+/// A's rows live where the store's row factor holds, B's columns where its column factor does;
+/// none where a use mixes lines, reads the accumulator outside a store, or where the factor
+/// cannot be computed before the loop.
+#[test]
+fn only_the_stored_lines_of_an_accumulator_are_live() {
+    let masked = "let cm = program_id(0) * BM + arange(0, BM);
+            let cn = program_id(1) * BN + arange(0, BN);
+            let c_mask = (cm.as_col() < M) & (cn.as_row() < N);
+            store(c_ptrs, c, c_mask);";
+    let live_of = |src: &str| {
+        let (_, inst) = expand("", src);
+        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
+        let k: &'static Kernel = Box::leak(Box::new(k));
+        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+        let p = plan_of(k, vals, warps, stages, Target::Sm90a);
+        let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
+        let text = |l: Option<plan::LiveLines>| l.map(|l| (l.axis, k.expr_text(l.pred)));
+        (text(pp.ops[0].live), text(pp.ops[1].live))
+    };
+    let live = |epilogue: &str| live_of(&matmul(3, 32, "").replace("store(c_ptrs, c);", epilogue));
+    let (a, b) = live(masked);
+    assert_eq!(a, Some((0, "(%cm.11.expand_dims(1) < M)".to_string())));
+    assert_eq!(b, Some((1, "(%cn.12.expand_dims(0) < N)".to_string())));
+    // Scalars bound before the loop (the tutorial's `pid_m`) may be read by the factor.
+    let src = matmul(3, 32, "").replace("let offs_m = (program_id(0) * BM", "let pm = program_id(0); let offs_m = (pm * BM");
+    let (a, _) = live_of(&src.replace("store(c_ptrs, c);", "let cm = pm * BM + arange(0, BM); store(c_ptrs, c, cm.as_col() < M);"));
+    assert!(a.is_some_and(|(_, t)| t.contains("%cm.")), "a scalar bound before the loop");
+    // Elementwise epilogues keep the lines apart; a row factor alone leaves every column live.
+    let (a, b) = live(&masked.replace("store(c_ptrs, c, c_mask)", "store(c_ptrs, maximum(c * c, c), c_mask)"));
+    assert!(a.is_some() && b.is_some());
+    let (a, b) = live("let cm = program_id(0) * BM + arange(0, BM); store(c_ptrs, c, cm.as_col() < M);");
+    assert!(a.is_some() && b.is_none(), "{a:?} {b:?}");
+    // Another `dot` reading the accumulator as B keeps its columns apart, not its rows.
+    let (a, b) = live(&masked.replace("store(c_ptrs, c, c_mask)", "store(c_ptrs, dot(zeros::<f16>([BM, BM]), c).to::<f16>(), c_mask)"));
+    assert!(a.is_none() && b.is_some(), "{a:?} {b:?}");
+    for (why, epilogue) in [
+        ("no mask", "store(c_ptrs, c);".to_string()),
+        ("a column sum mixes the rows", format!("{masked} store(c_ptr + arange(0, BN), acc.sum(0).to::<f16>());")),
+        ("the accumulator transposed twice", masked.replace("store(c_ptrs, c, c_mask)", "store(c_ptrs, c.trans().trans(), c_mask)")),
+        ("a mask read from memory", "let cm = load(c_ptr + arange(0, BM)).to::<i32>(); store(c_ptrs, c, cm.as_col() < M);".to_string()),
+        ("a mask of a scalar bound after the loop", "let cm = program_id(0) * BM + arange(0, BM); let lim = M - 1; store(c_ptrs, c, cm.as_col() <= lim);".to_string()),
+    ] {
+        let (a, b) = live(&epilogue);
+        assert!(a.is_none() && b.is_none(), "{why}: {a:?} {b:?}");
+    }
+}

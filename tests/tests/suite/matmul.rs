@@ -189,6 +189,54 @@ fn every_autotune_config_on_tensor_map_shapes() {
     }
 }
 
+/// A `(rows, cols)` operand whose rows past `rows` (`lines_are_rows`) or columns past `cols`
+/// are NaN in its storage: the top rows (left columns) of a `(rows + extra, cols)` (`(rows, cols
+/// + extra)`) tensor, or, `transposed`, the transpose of a view of the transposed storage with
+/// NaN past its edge; with the operand's values and the plain tensor.
+fn operand_next_to_nan(dev: &kernel_runtime::Device, (rows, cols): (usize, usize), lines_are_rows: bool, transposed: bool, extra: usize, seed: u64) -> (Tensor<f16>, Tensor<f16>, Vec<f64>) {
+    let (t, v) = randn_f16(dev, rows, cols, seed);
+    // The storage, as (storage rows, storage columns), and the value at each of its elements.
+    let (sr, sc) = match (transposed, lines_are_rows) {
+        (false, true) => (rows + extra, cols),
+        (false, false) => (rows, cols + extra),
+        (true, true) => (cols, rows + extra),
+        (true, false) => (cols + extra, rows),
+    };
+    let at = |i: usize, j: usize| if transposed { (j < rows && i < cols).then(|| v[j * cols + i]) } else { (i < rows && j < cols).then(|| v[i * cols + j]) };
+    let data = (0..sr * sc).map(|f| at(f / sc, f % sc).map_or(f16::NAN, f16::from_f64)).collect();
+    let storage = Tensor::from_vec(dev, &[sr, sc], data).unwrap();
+    let view = if transposed { storage.narrow(0, 0, cols).unwrap().narrow(1, 0, rows).unwrap().t() } else { storage.narrow(0, 0, rows).unwrap().narrow(1, 0, cols).unwrap() };
+    let plain = if transposed { Tensor::from_vec(dev, &[cols, rows], (0..rows * cols).map(|f| f16::from_f64(v[(f % rows) * cols + f / rows])).collect()).unwrap().t() } else { t };
+    (view, plain, v)
+}
+
+/// Every config, in the four layouts, on edge blocks whose rows and columns wrap around (`% M`,
+/// `% N`) with NaN just past the operands: A's storage has NaN rows past its `m` rows, B's NaN
+/// columns past its `n` columns (as written or transposed). The rows and columns that wrap are
+/// never stored, so on sm_90a the tensor maps copy what lies past the edge instead (the NaN
+/// inside the storage, zeros past its end), which must not reach a stored element; the CPU
+/// backend and `cp.async` read the wrapped rows. Also with nothing past the operands (plain
+/// tensors), and with a K tail.
+#[test]
+fn every_autotune_config_on_wrapped_edges_next_to_nan() {
+    let dev = tests::test_device();
+    for (m, n, k, extra, seed) in [(200, 136, 128, 64, 90), (130, 264, 200, 8, 92)] {
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let (a_view, a, av) = operand_next_to_nan(&dev, (m, k), true, ta, extra, seed);
+            let (b_view, b, bv) = operand_next_to_nan(&dev, (k, n), false, tb, extra, seed + 1);
+            let want = matmul_ref(&av, &bv, m, n, k, identity);
+            for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+                for (what, a, b) in [("next to NaN", &a_view, &b_view), ("plain", &a, &b)] {
+                    let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+                    launch_config(cfg, a, b, &c);
+                    let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+                    assert!(r <= 1.0, "{m}x{n}x{k} {what} (A transposed {ta}, B transposed {tb}), config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+                }
+            }
+        }
+    }
+}
+
 /// Launches whose last wave is split over several blocks per program (`kernel_runtime::split_plan`):
 /// on a 132-SM H100, 2304² in 128x256 tiles is 162 programs, 132 run whole and the last 30 in 4
 /// parts each (64x256 tiles: 324 programs, split as the blocks per SM allow; 128x192 tiles: 216

@@ -258,7 +258,7 @@ impl DevGen<'_> {
         let load = self.staged_load(x)?;
         let ExprKind::Load { ptr, mask, other } = self.k.exprs[load].kind else { return None };
         let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
-        Some(PipeOp { x, load, base: ptr, affine: None, step: None, mask, other, numel: rows * inner, inner, transposable: false })
+        Some(PipeOp { x, load, base: ptr, affine: None, step: None, mask, other, numel: rows * inner, inner, transposable: false, live: None })
     }
 
     /// What the tensor-map code of operand `oi` (`op`, staged as `o` says, at `param +

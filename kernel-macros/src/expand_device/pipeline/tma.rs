@@ -14,6 +14,7 @@
 
 use super::*;
 use crate::expand_device::chunks::Along;
+use crate::expand_device::plan::LiveLines;
 
 /// What the tensor-map code of one operand needs from the pipeline (see `gen_pipelined`).
 pub(super) struct TmaCtx<'a> {
@@ -147,7 +148,14 @@ impl DevGen<'_> {
             Staging::Rows => (Tile::of(c.layout, rows, inner), inner, rows),
             Staging::Cols => (Tile::of(c.layout, inner, rows), rows, inner),
         };
-        let coords = self.tma_coords(c, idx, &param_ident(&self.k.params[t.row_stride].name), box_w, box_h);
+        // The axis of the map (0: its rows, 1: its columns) along which the operand has dead
+        // lines (`live.rs`), which may lie outside the view: staged by rows, the map's rows and
+        // columns are the block's; staged by columns, the other way round.
+        let relax = c.op.live.map(|l| match staging {
+            Staging::Rows => l.axis,
+            Staging::Cols => 1 - l.axis,
+        });
+        let coords = self.tma_coords(c, idx, &param_ident(&self.k.params[t.row_stride].name), (box_w, box_h), relax);
         let post = match staging {
             Staging::Rows => self.tma_post_rows(c)?,
             Staging::Cols => self.tma_post_cols(c)?,
@@ -204,12 +212,17 @@ impl DevGen<'_> {
     /// `(valid, inside, c, r, dc, dr, W, O)` (see [`TmaSide::coords`]). The map needs, before the
     /// loop: a valid map, boxes that stay inside the map in every iteration (so that the copy
     /// engine fills nothing with zeros), moving along one row or by whole rows. Then the box of
-    /// iteration `it` starts at column `c + it * dc`, row `r + it * dr`.
-    fn tma_coords(&self, c: &TmaCtx, idx: u32, pitch: &Ident, box_w: usize, box_h: usize) -> TokenStream {
+    /// iteration `it` starts at column `c + it * dc`, row `r + it * dr`. `relax`: the axis
+    /// (0: rows, 1: columns) along which the operand has dead lines, whose box need only start
+    /// in the view (rows, for boxes moving along one row) or in its row (columns, for boxes
+    /// moving by whole rows); the element check then tests that the live lines lie in it.
+    fn tma_coords(&self, c: &TmaCtx, idx: u32, pitch: &Ident, (box_w, box_h): (usize, usize), relax: Option<usize>) -> TokenStream {
         let d = &self.d;
         let (off_expr, len, base_off) = (&c.off_expr, &c.len, &c.base_off);
         let first = self.offsets_at(c.op.base, &c.sum, &At::Flat(quote!(0usize)));
         let (inner_i, rows_i) = (box_w as i64, box_h as i64);
+        let cols_by_rows = if relax == Some(1) { quote!(__cf < __w) } else { quote!(__cf + #inner_i <= __w) };
+        let rows_along = if relax == Some(0) { quote!(__starts(__rf)) } else { quote!(__inside(__rf)) };
         quote! {{
             let __tW: i64 = #pitch as i64;
             let __tO: i64 = #first;
@@ -241,12 +254,12 @@ impl DevGen<'_> {
                     // By whole rows.
                     let __rl = __rf + __nm * __sq;
                     let __rows = (__inside(__rf) && (__inside(__rl) || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl)))) || (__nm == 0 && __starts(__rf));
-                    (__sq, 0i64, __cf + #inner_i <= __w, __rows, __rl)
+                    (__sq, 0i64, #cols_by_rows, __rows, __rl)
                 } else if __sq == 0 && __st > 0 {
                     // Along one row: the boxes stay in the first box's row.
                     let __cl = __cf + __nm * __st;
                     let __cols = __cl + #inner_i <= __w || (__cl < __w && (__nm == 0 || __cl - __st + #inner_i <= __w));
-                    (0i64, __st, __cols, __inside(__rf), __rf)
+                    (0i64, __st, __cols, #rows_along, __rf)
                 } else {
                     let (__rl, __cl) = #d::divrem(__el, __w);
                     (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w, __inside(__rf) && __inside(__rl), __rl)
@@ -264,14 +277,43 @@ impl DevGen<'_> {
     /// ends, for offsets that are affine along the row with a unit step (see `col_step_over`;
     /// offsets in several blocks: each block affine along the row without wrapping between the
     /// ends, their steps summing to one); and the elements of the last box outside the view
-    /// masked.
+    /// masked. Where the operand has dead lines (`PipeOp::live`), only the live ones are
+    /// checked, and they must lie in the view: each live row (dead rows), or the row up to the
+    /// last live column (`__jl`, dead columns).
     fn tma_post_rows(&self, c: &TmaCtx) -> Option<TokenStream> {
+        let (inner, rows_n) = (c.op.inner, c.op.numel / c.op.inner);
+        let checks = self.tma_rows_checks(c, None)?;
+        let checks = self.tma_with_dead_lines(c, checks, |c, live| self.tma_rows_checks(c, Some(live)), (inner, rows_n))?;
+        Some(self.tma_post(c, checks.0, checks.1, inner, rows_n))
+    }
+
+    /// The element check of [`Self::tma_post_rows`] (the test, the test of the elements outside
+    /// the view), of every row or only of the `live` ones.
+    fn tma_rows_checks(&self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
         let d = &self.d;
         let op = c.op;
         let (inner, rows_n) = (op.inner, op.numel / op.inner);
         let last = inner - 1;
         let last_i = last as i64;
-        let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last))));
+        let (tr, tc, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), &c.len);
+        let live_at = |i: TokenStream| live.map(|l| self.ev(l.pred, &At::Flat(i)));
+        // The last column checked (`__jl`) and the test of a row's liveness.
+        let (cols, last_col, span, row_live) = match live {
+            Some(l) if l.axis == 1 => {
+                let live_j = live_at(quote!(__jl))?;
+                let find = quote! {
+                    let mut __jl: usize = #last;
+                    while __jl > 0 && !(#live_j) {
+                        __jl -= 1;
+                    }
+                };
+                (Some(find), quote!(__jl), quote!((__jl as i64)), None)
+            }
+            Some(_) => (None, quote!(#last), quote!(#last_i), live_at(quote!(__r))),
+            None => (None, quote!(#last), quote!(#last_i), None),
+        };
+        let last_i = &span;
+        let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last_col))));
         let mut conds = Vec::new();
         // Per offsets block: its step along the row (`None`: constant along it), its values at
         // the row's ends, its type.
@@ -283,7 +325,7 @@ impl DevGen<'_> {
                 let moves = self.child_moves(op.base, o, true);
                 let step = match self.along(o, moves) {
                     Along::Const if c.sum.offs.len() > 1 => None,
-                    _ => Some(self.col_step_over(o, moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), last, &mut conds)?),
+                    _ => Some(self.col_step_over(o, moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), &span, &mut conds)?),
                 };
                 Some((step, self.operand(op.base, o, &at0), self.operand(op.base, o, &at1), self.elem(&self.k.exprs[o].ty)))
             })
@@ -315,76 +357,160 @@ impl DevGen<'_> {
                 }
             }
         };
+        // Dead rows are not checked; a live one must lie in the view (its box need only start
+        // there, see `tma_coords`). With dead columns, the live ones must lie in the row.
+        let (row_test, in_row) = match &row_live {
+            Some(live) => (quote!(if #live { __ok = __ok && (#tr + (__r as i64) + 1) * __tW <= #len as i64; #row_test }), quote!()),
+            None if cols.is_some() => (row_test, quote!(__ok = __ok && #tc + (__jl as i64) < __tW;)),
+            None => (row_test, quote!()),
+        };
         let rows_test = self.tma_over_lines(c, rows_n, Some(inner), row_test);
+        let rows_test = quote!(#cols #in_row #rows_test);
         // The elements of the last box outside the view (a K tail, see `tma_coords`) must be
-        // masked in the last iteration: each thread tests its rows' elements there.
+        // masked in the last iteration: each thread tests its rows' live elements there.
+        let end_col = if cols.is_some() { quote!(__jl + 1) } else { quote!(#inner) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-            self.tma_over_lines(
-                c,
-                rows_n,
-                Some(inner),
-                quote! {
-                    let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
-                    let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
-                    while __j < #inner {
-                        __ok = __ok && !(#m_j);
-                        __j += 1;
-                    }
-                },
-            )
+            let row = quote! {
+                let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
+                let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+                while __j < #end_col {
+                    __ok = __ok && !(#m_j);
+                    __j += 1;
+                }
+            };
+            let row = match &row_live {
+                Some(live) => quote!(if #live { #row }),
+                None => row,
+            };
+            let lines = self.tma_over_lines(c, rows_n, Some(inner), row);
+            quote!(#cols #lines)
         });
-        Some(self.tma_post(c, rows_test, outside, inner, rows_n))
+        Some((rows_test, outside))
     }
 
     /// The element check of a `Cols` map (a transposed view, `row_stride` 1): with offsets
     /// `x[:, None] * row_stride + y[None, :] * col_stride` (`tma_terms`), every element is at
     /// `first + col * col_stride + row` when `x` and `y` step by one along the tile (each
     /// thread tests its rows of `x` and its columns of `y`) and no offsets block wraps
-    /// (`tma_no_wrap`); and the elements of the last box outside the view masked.
+    /// (`tma_no_wrap`); and the elements of the last box outside the view masked. Where the
+    /// operand has dead lines (`PipeOp::live`), only the live ones are checked: its live
+    /// columns (the map's rows) must lie in the view, its rows up to the last live one (`__jl`,
+    /// the map's columns) in the map's row.
     fn tma_post_cols(&self, c: &TmaCtx) -> Option<TokenStream> {
+        let (rows_n, inner) = (c.op.numel / c.op.inner, c.op.inner);
+        let checks = self.tma_cols_checks(c, None)?;
+        let checks = self.tma_with_dead_lines(c, checks, |c, live| self.tma_cols_checks(c, Some(live)), (rows_n, inner))?;
+        Some(self.tma_post(c, checks.0, checks.1, rows_n, inner))
+    }
+
+    /// The element check of [`Self::tma_post_cols`] (the test, the test of the elements outside
+    /// the view), of every line or only of the `live` ones.
+    fn tma_cols_checks(&self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
         let d = &self.d;
         let k = self.k;
         let op = c.op;
         let (rows_n, inner) = (op.numel / op.inner, op.inner);
         let (rows_term, cols_term) = self.tma_terms(&c.sum)?;
         let (x, y) = (rows_term.x, cols_term.x);
-        let unit = |v: ExprId, count: usize| {
+        let (tr, tc, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), &c.len);
+        let live_at = |i: TokenStream| live.map(|l| self.ev(l.pred, &At::Flat(i)));
+        // Dead rows: the last live one (`__jl`); dead columns: the test of a column.
+        let (rows_end, col_live) = match live {
+            Some(l) if l.axis == 0 => {
+                let live_j = live_at(quote!(__jl))?;
+                let last = rows_n - 1;
+                let find = quote! {
+                    let mut __jl: usize = #last;
+                    while __jl > 0 && !(#live_j) {
+                        __jl -= 1;
+                    }
+                };
+                (Some(find), None)
+            }
+            Some(_) => (None, live_at(quote!(__r))),
+            None => (None, None),
+        };
+        // `x` (or `y`) steps by one over lines `__r` where `guard` holds, and there `extra` holds.
+        let unit = |v: ExprId, count: usize, guard: Option<TokenStream>, extra: TokenStream| {
             let t = self.elem(&k.exprs[v].ty);
             let (v0, vr) = (self.ev(v, &At::Flat(quote!(0usize))), self.ev(v, &At::Flat(quote!(__r))));
-            self.tma_over_lines(
-                c,
-                count,
-                None,
-                quote! {
-                    __ok = __ok && #d::cast::<#t, i64>(#vr).wrapping_sub(#d::cast::<#t, i64>(#v0)) == __r as i64;
-                },
-            )
+            let test = quote!(#extra __ok = __ok && #d::cast::<#t, i64>(#vr).wrapping_sub(#d::cast::<#t, i64>(#v0)) == __r as i64;);
+            let test = match guard {
+                Some(g) => quote!(if #g { #test }),
+                None => test,
+            };
+            self.tma_over_lines(c, count, None, test)
         };
-        let (xs, ys) = (unit(x, rows_n), unit(y, inner));
+        let xs = unit(x, rows_n, rows_end.as_ref().map(|_| quote!(__r <= __jl)), quote!());
+        // A live column (a map row) must lie in the view (its box need only start there).
+        let in_view = col_live.as_ref().map(|_| quote!(__ok = __ok && (#tr + (__r as i64) + 1) * __tW <= #len as i64;)).unwrap_or_default();
+        let ys = unit(y, inner, col_live.clone(), in_view);
+        let in_row = rows_end.as_ref().map(|find| quote!(#find __ok = __ok && #tc + (__jl as i64) < __tW;));
         let no_wrap = self.tma_no_wrap(c, (rows_term.of, cols_term.of), (rows_n, inner));
         let test = quote! {
+            #in_row
             #xs
             #ys
             #no_wrap
         };
+        let end_row = if rows_end.is_some() { quote!(__jl + 1) } else { quote!(#rows_n) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__j * #inner + __r))));
-            self.tma_over_lines(
-                c,
-                inner,
-                None,
-                quote! {
-                    let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
-                    let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
-                    while __j < #rows_n {
-                        __ok = __ok && !(#m_j);
-                        __j += 1;
-                    }
-                },
-            )
+            let line = quote! {
+                let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
+                let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+                while __j < #end_row {
+                    __ok = __ok && !(#m_j);
+                    __j += 1;
+                }
+            };
+            let line = match &col_live {
+                Some(live) => quote!(if #live { #line }),
+                None => line,
+            };
+            let lines = self.tma_over_lines(c, inner, None, line);
+            quote!(#rows_end #lines)
         });
-        Some(self.tma_post(c, test, outside, rows_n, inner))
+        Some((test, outside))
+    }
+
+    /// The element checks `strict` (test, test outside the view) of every line, and, for an
+    /// operand with dead lines (`PipeOp::live`), those of its live lines (`dead`), tried where
+    /// the strict ones fail: the boxes of a block whose lines all lie in the view (`(box_w,
+    /// box_h)` from the first box) take the strict checks first, the edge blocks the others.
+    fn tma_with_dead_lines(&self, c: &TmaCtx, strict: (TokenStream, Option<TokenStream>), dead: impl Fn(&TmaCtx, LiveLines) -> Option<(TokenStream, Option<TokenStream>)>, (box_w, box_h): (usize, usize)) -> Option<(TokenStream, Option<TokenStream>)> {
+        let Some(live) = c.op.live else { return Some(strict) };
+        let (test, outside) = dead(c, live)?;
+        let (tr, tc, tw, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), format_ident!("__tW{}", c.oi), &c.len);
+        let (w, h) = (box_w as i64, box_h as i64);
+        let fits = quote!((#tr + #h) * #tw <= #len as i64 && #tc + #w <= #tw);
+        let (strict_test, strict_outside) = strict;
+        // The dead-aware checks run out of line where cold paths do (`outline_cold`): inline,
+        // their code in every block's prologue costs the blocks that do not run it.
+        let d = &self.d;
+        let either = |strict: TokenStream, dead: TokenStream| {
+            let dead = if self.outline_cold {
+                quote!(__ok = __ok && #d::outline(move || { let mut __ok: bool = true; #dead __ok });)
+            } else {
+                dead
+            };
+            quote! {
+                let __strict: bool = #fits && {
+                    let mut __ok: bool = true;
+                    #strict
+                    __ok
+                };
+                if !__strict {
+                    #dead
+                }
+            }
+        };
+        let outside = match (strict_outside, outside) {
+            (Some(s), Some(d)) => Some(either(s, d)),
+            (_, d) => d,
+        };
+        Some((either(strict_test, test), outside))
     }
 
     /// The test that no offsets block of a `Cols` map's operand wraps over the tile, given that

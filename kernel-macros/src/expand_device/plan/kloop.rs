@@ -26,6 +26,8 @@ pub(crate) struct PipeOp {
     /// with registers to spare. Its chunks then run down the columns and the product reads it
     /// with `ldmatrix.trans` (A) or plain `ldmatrix` (B).
     pub(crate) transposable: bool,
+    /// Where only some lines of the block matter (A's rows, B's columns: see `live.rs`).
+    pub(crate) live: Option<LiveLines>,
 }
 
 /// A software-pipelined K loop: a body of two single-use `load`s feeding one tensor-core
@@ -56,6 +58,9 @@ impl PipePlan {
         }
         for (op, name) in self.ops.iter().zip(["A", "B"]) {
             write!(f, "; {name} {} ({} elements, rows of {}{})", k.expr_text(op.load), op.numel, op.inner, if op.transposable { ", transposable" } else { "" })?;
+            if let Some(l) = op.live {
+                write!(f, ", {} live where {}", ["rows", "columns"][l.axis], k.expr_text(l.pred))?;
+            }
         }
         for (l, step, sub) in &self.steps {
             write!(f, "; %{}.{l} {} {}", k.locals[*l].name, if *sub { "-=" } else { "+=" }, k.expr_text(*step))?;
@@ -326,7 +331,8 @@ impl DevicePlan<'_> {
             }
             let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
             let transposable = self.transposable(x, base, layout, inner);
-            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner, transposable });
+            let live = self.live_lines(acc, var, ops.len());
+            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner, transposable, live });
         }
         // The transposed staging costs registers (its copies, its fragment addresses): not in
         // tilings that already hold many per thread (accumulators and chunk bases), which reach

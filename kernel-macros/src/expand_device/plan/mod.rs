@@ -10,6 +10,8 @@
 //! - each `for` loop's schedule (`kloop.rs`: a software-pipelined K loop with its operands and
 //!   pointer steps, or the loop as written with the `dot` operands staged once before it or
 //!   copied iterations ahead) and the loop a launch may split (`split.rs`);
+//! - which rows and columns of a pipelined loop's accumulator the program observes
+//!   (`live.rs`: the others are computed and never stored, e.g. rows wrapped with `% M`);
 //! - each pipelined loop's shared memory (`smem.rs`: where its buffers start, above the tiles
 //!   the loops around it keep; how many fit; the tensor maps its operands can be copied with on
 //!   sm_90a, hence the body's tensor maps);
@@ -37,12 +39,14 @@ pub(crate) mod affine;
 pub(crate) mod barriers;
 mod kloop;
 mod layout;
+mod live;
 pub(crate) mod smem;
 pub(crate) mod split;
 mod values;
 
 pub(crate) use kloop::{PipeOp, PipePlan};
 pub(crate) use layout::Layout;
+pub(crate) use live::LiveLines;
 pub(crate) use split::SplitLoop;
 pub(crate) use values::LocalKind;
 

@@ -219,7 +219,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
             let __cl = __cf + __nm * __st;
             let __cols = __cl + 16i64 <= __w
               || (__cl < __w && (__nm == 0 || __cl - __st + 16i64 <= __w));
-            (0i64, __st, __cols, __inside(__rf), __rf)
+            (0i64, __st, __cols, __starts(__rf), __rf)
           } else {
             let (__rl, __cl) = ::kernel_std::__private::device::divrem(
               __el,
@@ -321,7 +321,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
               && (__inside(__rl)
                 || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
               || (__nm == 0 && __starts(__rf));
-            (__sq, 0i64, __cf + 32i64 <= __w, __rows, __rl)
+            (__sq, 0i64, __cf < __w, __rows, __rl)
           } else if __sq == 0 && __st > 0 {
             let __cl = __cf + __nm * __st;
             let __cols = __cl + 32i64 <= __w
@@ -392,19 +392,104 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
           let mut __ok: bool = true;
-          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-            64usize,
-          );
-          let mut __r: usize = (__tid + 96usize) % 128usize;
-          while __r < __nr {
-            let __f0: usize = __r * 16usize;
-            let __v0: i64 = ::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
+          let __strict: bool = (__tr0 + 64i64) * __tW0 <= __len_a_ptr as i64
+            && __tc0 + 16i64 <= __tW0
+            && {
+              let mut __ok: bool = true;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 16usize;
+                let __v0: i64 = ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      __p_K,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                let __v1: i64 = ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 15usize);
+                                0usize + ((__pf / 16usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      __p_K,
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 15usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                  && __v1 - __v0 == 15i64
+                  && __v0 == __tO + (__r as i64) * __tW;
+                __r += 128usize;
+              }
+              __ok
+            };
+          if !__strict {
+            __ok = __ok
+              && ::kernel_std::__private::device::outline(move || {
+                let mut __ok: bool = true;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 16usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ::kernel_std::__private::device::program_id(0u32),
@@ -412,66 +497,90 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           64i64,
                         ),
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                      (0i32).wrapping_add((__r) as i32),
                     ),
                     __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            let __v1: i64 = ::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  ) {
+                    __ok = __ok
+                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
+                          ),
+                          __p_K,
                         ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 15usize);
-                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                          }) as i32,
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 15usize);
+                                    0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
+                          ),
+                          __p_K,
                         ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 15usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
-              && __v1 - __v0 == 15i64
-              && __v0 == __tO + (__r as i64) * __tW;
-            __r += 128usize;
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 15usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                      && __v1 - __v0 == 15i64
+                      && __v0 == __tO + (__r as i64) * __tW;
+                  }
+                  __r += 128usize;
+                }
+                __ok
+              });
           }
           __ok
         }
@@ -489,45 +598,111 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
             let __it: i64 = __nm;
             let k_6: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
-            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-              64usize,
-            );
-            let mut __r: usize = (__tid + 96usize) % 128usize;
-            while __r < __nr {
-              let __f0: usize = __r * 16usize;
-              let __j0: i64 = if __rL + (__r as i64) >= __h {
-                0
-              } else {
-                __w - __cL
-              };
-              let mut __j: usize = if __j0 > 0 {
-                __j0 as usize
-              } else {
-                0
-              };
-              while __j < 16usize {
-                __ok = __ok
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + __j);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+            let __strict: bool = (__tr0 + 64i64) * __tW0
+              <= __len_a_ptr as i64 && __tc0 + 16i64 <= __tW0
+              && {
+                let mut __ok: bool = true;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 16usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  while __j < 16usize {
+                    __ok = __ok
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __j);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
                         ),
+                      ));
+                    __j += 1;
+                  }
+                  __r += 128usize;
+                }
+                __ok
+              };
+            if !__strict {
+              __ok = __ok
+                && ::kernel_std::__private::device::outline(move || {
+                  let mut __ok: bool = true;
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 16usize;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__r) as i32),
                       ),
-                    ),
-                  ));
-                __j += 1;
-              }
-              __r += 128usize;
+                      __p_M,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      while __j < 16usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          ));
+                        __j += 1;
+                      }
+                    }
+                    __r += 128usize;
+                  }
+                  __ok
+                });
             }
           }
           __ok
@@ -536,88 +711,66 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
         && {
           let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
           let mut __ok: bool = true;
-          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-            16usize,
-          );
-          let mut __r: usize = (__tid + 32usize) % 128usize;
-          while __r < __nr {
-            let __f0: usize = __r * 32usize;
-            let __v0: i64 = ::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0);
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_N,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-            );
-            let __v1: i64 = ::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 31usize);
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_N,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 31usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-            );
-            __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
-              && ((0i64).wrapping_add(1i64) == 1i64
-                && ::kernel_std::__private::device::cast::<
+          let __strict: bool = (__tr1 + 16i64) * __tW1 <= __len_b_ptr as i64
+            && __tc1 + 32i64 <= __tW1
+            && {
+              let mut __ok: bool = true;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                16usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                let __v0: i64 = ::kernel_std::__private::device::cast::<
                   i32,
                   i64,
                 >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  ),
+                );
+                let __v1: i64 = ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 31usize);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -636,12 +789,106 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       ),
                       __p_N,
                     ),
-                  )
-                  .wrapping_sub(
-                    ::kernel_std::__private::device::cast::<
+                  ),
+                );
+                __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                  && ((0i64).wrapping_add(1i64) == 1i64
+                    && ::kernel_std::__private::device::cast::<
                       i32,
                       i64,
                     >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 31usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      )
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                        ),
+                      ) == 31i64) && __v1 - __v0 == 31i64
+                  && __v0 == __tO + (__r as i64) * __tW;
+                __r += 128usize;
+              }
+              __ok
+            };
+          if !__strict {
+            __ok = __ok
+              && ::kernel_std::__private::device::outline(move || {
+                let mut __ok: bool = true;
+                let mut __jl: usize = 31usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  16usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  let __v0: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_N,
+                      ),
                       <i32 as ::kernel_std::__private::device::Num>::rem(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -661,9 +908,97 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         __p_N,
                       ),
                     ),
-                  ) == 31i64) && __v1 - __v0 == 31i64
-              && __v0 == __tO + (__r as i64) * __tW;
-            __r += 128usize;
+                  );
+                  let __v1: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __jl);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_N,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __jl);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                  __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                    && ((0i64).wrapping_add(1i64) == 1i64
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
+                    && __v0 == __tO + (__r as i64) * __tW;
+                  __r += 128usize;
+                }
+                __ok
+              });
           }
           __ok
         }
@@ -681,45 +1016,115 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
             let __it: i64 = __nm;
             let k_6: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
-            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-              16usize,
-            );
-            let mut __r: usize = (__tid + 32usize) % 128usize;
-            while __r < __nr {
-              let __f0: usize = __r * 32usize;
-              let __j0: i64 = if __rL + (__r as i64) >= __h {
-                0
-              } else {
-                __w - __cL
-              };
-              let mut __j: usize = if __j0 > 0 {
-                __j0 as usize
-              } else {
-                0
-              };
-              while __j < 32usize {
-                __ok = __ok
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + __j);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+            let __strict: bool = (__tr1 + 16i64) * __tW1
+              <= __len_b_ptr as i64 && __tc1 + 32i64 <= __tW1
+              && {
+                let mut __ok: bool = true;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  16usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  while __j < 32usize {
+                    __ok = __ok
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __j);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
                         ),
+                      ));
+                    __j += 1;
+                  }
+                  __r += 128usize;
+                }
+                __ok
+              };
+            if !__strict {
+              __ok = __ok
+                && ::kernel_std::__private::device::outline(move || {
+                  let mut __ok: bool = true;
+                  let mut __jl: usize = 31usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                    ),
-                  ));
-                __j += 1;
-              }
-              __r += 128usize;
+                      __p_N,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    16usize,
+                  );
+                  let mut __r: usize = (__tid + 32usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 32usize;
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ));
+                      __j += 1;
+                    }
+                    __r += 128usize;
+                  }
+                  __ok
+                });
             }
           }
           __ok

@@ -255,7 +255,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
             let __cl = __cf + __nm * __st;
             let __cols = __cl + 32i64 <= __w
               || (__cl < __w && (__nm == 0 || __cl - __st + 32i64 <= __w));
-            (0i64, __st, __cols, __inside(__rf), __rf)
+            (0i64, __st, __cols, __starts(__rf), __rf)
           } else {
             let (__rl, __cl) = ::kernel_std::__private::device::divrem(
               __el,
@@ -376,7 +376,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               && (__inside(__rl)
                 || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
               || (__nm == 0 && __starts(__rf));
-            (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+            (__sq, 0i64, __cf < __w, __rows, __rl)
           } else if __sq == 0 && __st > 0 {
             let __cl = __cf + __nm * __st;
             let __cols = __cl + 64i64 <= __w
@@ -447,79 +447,181 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
           let mut __ok: bool = true;
-          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-            64usize,
-          );
-          let mut __r: usize = (__tid + 96usize) % 128usize;
-          while __r < __nr {
-            let __f0: usize = __r * 32usize;
-            let (mut __st, mut __v0): (i64, i64) = (0, 0);
-            __v0 = __v0
-              .wrapping_add(
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+          let __strict: bool = (__tr0 + 64i64) * __tW0 <= __len_a_ptr as i64
+            && __tc0 + 32i64 <= __tW0
+            && {
+              let mut __ok: bool = true;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                __v0 = __v0
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_M,
+                        ),
+                        __p_K,
+                      ),
+                    ),
+                  );
+                {
+                  let __s: i64 = 1i64;
+                  let (__a, __b): (i64, i64) = (
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 31usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  __ok = __ok
+                    && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
+                  __st = __st.wrapping_add(__s);
+                  __v0 = __v0.wrapping_add(__a);
+                }
+                __ok = __ok && __st == 1i64
+                  && __v0
+                    == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                __r += 128usize;
+              }
+              __ok
+            };
+          if !__strict {
+            __ok = __ok
+              && ::kernel_std::__private::device::outline(move || {
+                let mut __ok: bool = true;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    __ok = __ok
+                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                    let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                    __v0 = __v0
+                      .wrapping_add(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_M,
+                            ),
+                            __p_K,
                           ),
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-              );
-            {
-              let __s: i64 = 1i64;
-              let (__a, __b): (i64, i64) = (
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 31usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              __ok = __ok
-                && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
-              __st = __st.wrapping_add(__s);
-              __v0 = __v0.wrapping_add(__a);
-            }
-            __ok = __ok && __st == 1i64
-              && __v0
-                == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
-            __r += 128usize;
+                      );
+                    {
+                      let __s: i64 = 1i64;
+                      let (__a, __b): (i64, i64) = (
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 31usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      __ok = __ok
+                        && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
+                      __st = __st.wrapping_add(__s);
+                      __v0 = __v0.wrapping_add(__a);
+                    }
+                    __ok = __ok && __st == 1i64
+                      && __v0
+                        == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                  }
+                  __r += 128usize;
+                }
+                __ok
+              });
           }
           __ok
         }
@@ -537,45 +639,111 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
             let __it: i64 = __nm;
             let k_7: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
-            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-              64usize,
-            );
-            let mut __r: usize = (__tid + 96usize) % 128usize;
-            while __r < __nr {
-              let __f0: usize = __r * 32usize;
-              let __j0: i64 = if __rL + (__r as i64) >= __h {
-                0
-              } else {
-                __w - __cL
-              };
-              let mut __j: usize = if __j0 > 0 {
-                __j0 as usize
-              } else {
-                0
-              };
-              while __j < 32usize {
-                __ok = __ok
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + __j);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+            let __strict: bool = (__tr0 + 64i64) * __tW0
+              <= __len_a_ptr as i64 && __tc0 + 32i64 <= __tW0
+              && {
+                let mut __ok: bool = true;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  while __j < 32usize {
+                    __ok = __ok
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __j);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_7,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
                         ),
+                      ));
+                    __j += 1;
+                  }
+                  __r += 128usize;
+                }
+                __ok
+              };
+            if !__strict {
+              __ok = __ok
+                && ::kernel_std::__private::device::outline(move || {
+                  let mut __ok: bool = true;
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 32usize;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__r) as i32),
                       ),
-                    ),
-                  ));
-                __j += 1;
-              }
-              __r += 128usize;
+                      __p_M,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      while __j < 32usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                            ),
+                          ));
+                        __j += 1;
+                      }
+                    }
+                    __r += 128usize;
+                  }
+                  __ok
+                });
             }
           }
           __ok
@@ -584,127 +752,20 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
         && {
           let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
           let mut __ok: bool = true;
-          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-            32usize,
-          );
-          let mut __r: usize = (__tid + 32usize) % 128usize;
-          while __r < __nr {
-            let __f0: usize = __r * 64usize;
-            let (mut __st, mut __v0): (i64, i64) = (0, 0);
-            {
-              let __s: i64 = 1i64;
-              let (__a, __b): (i64, i64) = (
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                ),
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 63usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                ),
+          let __strict: bool = (__tr1 + 32i64) * __tW1 <= __len_b_ptr as i64
+            && __tc1 + 64i64 <= __tW1
+            && {
+              let mut __ok: bool = true;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                32usize,
               );
-              __ok = __ok
-                && __s.checked_mul(63i64) == Some(__b.wrapping_sub(__a));
-              __st = __st.wrapping_add(__s);
-              __v0 = __v0.wrapping_add(__a);
-            }
-            __v0 = __v0
-              .wrapping_add(
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      batch_3,
-                      __p_K,
-                    ),
-                    __p_N,
-                  ),
-                ),
-              );
-            __v0 = __v0
-              .wrapping_add(
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    __p_N,
-                  ),
-                ),
-              );
-            __ok = __ok && __st == 1i64
-              && ((0i64).wrapping_add(1i64) == 1i64
-                && ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 63usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                  .wrapping_sub(
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                {
+                  let __s: i64 = 1i64;
+                  let (__a, __b): (i64, i64) = (
                     ::kernel_std::__private::device::cast::<
                       i32,
                       i64,
@@ -728,10 +789,298 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                         __p_N,
                       ),
                     ),
-                  ) == 63i64)
-              && __v0
-                == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
-            __r += 128usize;
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 63usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && __s.checked_mul(63i64) == Some(__b.wrapping_sub(__a));
+                  __st = __st.wrapping_add(__s);
+                  __v0 = __v0.wrapping_add(__a);
+                }
+                __v0 = __v0
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          batch_3,
+                          __p_K,
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                __v0 = __v0
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                __ok = __ok && __st == 1i64
+                  && ((0i64).wrapping_add(1i64) == 1i64
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 63usize);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      )
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                        ),
+                      ) == 63i64)
+                  && __v0
+                    == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                __r += 128usize;
+              }
+              __ok
+            };
+          if !__strict {
+            __ok = __ok
+              && ::kernel_std::__private::device::outline(move || {
+                let mut __ok: bool = true;
+                let mut __jl: usize = 63usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  32usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                  {
+                    let __s: i64 = 1i64;
+                    let (__a, __b): (i64, i64) = (
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __jl);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && __s.checked_mul((__jl as i64))
+                        == Some(__b.wrapping_sub(__a));
+                    __st = __st.wrapping_add(__s);
+                    __v0 = __v0.wrapping_add(__a);
+                  }
+                  __v0 = __v0
+                    .wrapping_add(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            batch_3,
+                            __p_K,
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    );
+                  __v0 = __v0
+                    .wrapping_add(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                      ),
+                    );
+                  __ok = __ok && __st == 1i64
+                    && ((0i64).wrapping_add(1i64) == 1i64
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ) == (__jl as i64))
+                    && __v0
+                      == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                  __r += 128usize;
+                }
+                __ok
+              });
           }
           __ok
         }
@@ -749,45 +1098,115 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
             let __it: i64 = __nm;
             let k_7: i32 = ((__start as i64) + __it * (__step as i64))
               as i32;
-            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-              32usize,
-            );
-            let mut __r: usize = (__tid + 32usize) % 128usize;
-            while __r < __nr {
-              let __f0: usize = __r * 64usize;
-              let __j0: i64 = if __rL + (__r as i64) >= __h {
-                0
-              } else {
-                __w - __cL
-              };
-              let mut __j: usize = if __j0 > 0 {
-                __j0 as usize
-              } else {
-                0
-              };
-              while __j < 64usize {
-                __ok = __ok
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + __j);
-                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+            let __strict: bool = (__tr1 + 32i64) * __tW1
+              <= __len_b_ptr as i64 && __tc1 + 64i64 <= __tW1
+              && {
+                let mut __ok: bool = true;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  32usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  while __j < 64usize {
+                    __ok = __ok
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __j);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_7,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
                         ),
+                      ));
+                    __j += 1;
+                  }
+                  __r += 128usize;
+                }
+                __ok
+              };
+            if !__strict {
+              __ok = __ok
+                && ::kernel_std::__private::device::outline(move || {
+                  let mut __ok: bool = true;
+                  let mut __jl: usize = 63usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                    ),
-                  ));
-                __j += 1;
-              }
-              __r += 128usize;
+                      __p_N,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    32usize,
+                  );
+                  let mut __r: usize = (__tid + 32usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        ));
+                      __j += 1;
+                    }
+                    __r += 128usize;
+                  }
+                  __ok
+                });
             }
           }
           __ok
