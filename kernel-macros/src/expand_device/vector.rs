@@ -640,8 +640,18 @@ impl<'k> DevGen<'k> {
         let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false, out);
         // (Generated again rolled below only when the first generation staged nothing in shared memory.)
         let staged_nothing = self.cursor.get() == cursor;
-        match self.mma_store_fast(numel, layout, ptr, value, mask) {
-            Some((setup, fast)) => {
+        match self.mma_store_fast(numel, layout, ptr, value, mask, span) {
+            Some((setup, fast, Some(chunked))) => {
+                // A warp whose rows are not all whole and masked in (an edge block) stores them
+                // through shared memory too, testing each 16-byte chunk (`mma_store_via_smem`),
+                // out of line (inline, in the largest split entries, ptxas spills).
+                let chunked = quote!(#d::outline(move || { #chunked }););
+                quote! {{
+                    #setup
+                    if __sfast { #fast } else { ::core::hint::cold_path(); #chunked }
+                }}
+            }
+            Some((setup, fast, None)) => {
                 // Inline, ptxas lays the checked stores out between the K loop and the fast ones.
                 // The stores are a loop over the column pairs in a `move` closure: it reads the
                 // values from its copy of the captured arrays, so indexing them with the loop
@@ -700,7 +710,7 @@ impl<'k> DevGen<'k> {
         quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % #align == 0 #contiguous && #fits) } | #out))
     }
 
-    /// The fast path of a store in the `mma` layout: `(setup, stores)`, where `setup` binds
+    /// The fast path of a store in the `mma` layout: `(setup, stores, chunked)`, where `setup` binds
     /// `__sfast`, true when on each row of the block that this thread writes, the span from its
     /// first to its last column is contiguous (the pointer block is affine along the row with an
     /// increment of one element, and the span's end addresses agree), pair-aligned, inside the
@@ -708,7 +718,10 @@ impl<'k> DevGen<'k> {
     /// constant offset from the row's first address, with no per-pair test. `None` when the
     /// analysis cannot tell (the store then tests every pair) or when the fast path would read
     /// another thread's values (it must not hold barriers: `__sfast` differs between threads).
-    fn mma_store_fast(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>) -> Option<(TokenStream, TokenStream)> {
+    /// `chunked`, for the stores through shared memory where cold paths run out of line: the
+    /// path of the warps that fail the test, which tests each 16-byte chunk instead (see
+    /// [`Self::mma_store_via_smem`]); without it they test every pair.
+    fn mma_store_fast(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> Option<(TokenStream, TokenStream, Option<TokenStream>)> {
         let Layout::Mma { tn, n, wg, .. } = layout else { return None };
         let d = &self.d;
         let k = self.k;
@@ -742,7 +755,11 @@ impl<'k> DevGen<'k> {
         let value_fn = quote! {
             let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> #e { let __v: usize = __j % 2; let __f: usize = #flat; #val });
         };
-        let via_smem = (wide && wg && self.target.has_wgmma()).then(|| self.mma_store_via_smem(layout, ptr, &e, &vt));
+        let via_smem = (wide && wg && self.target.has_wgmma()).then(|| {
+            let base = self.alloc(self.threads / 32 * Self::via_smem_region(layout));
+            let chunked = self.outline_cold.then(|| self.mma_store_via_smem(layout, ptr, &e, &vt, base, Some((mask, span))));
+            (self.mma_store_via_smem(layout, ptr, &e, &vt, base, None), chunked)
+        });
         let groups = self.mma_store_groups(layout, &firsts, wide, &e, &vt);
         if !self.leave_iteration(scope).is_empty() {
             restore();
@@ -751,8 +768,8 @@ impl<'k> DevGen<'k> {
         let all = quote!(true #(&& #tests)*);
         let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
         match via_smem {
-            Some(code) => Some((setup, quote!(#value_fn #code))),
-            None => Some((setup, quote!(#value_fn #(#groups)*))),
+            Some((code, chunked)) => Some((setup, quote!(#value_fn #code), chunked.map(|c| quote!(#value_fn #c)))),
+            None => Some((setup, quote!(#value_fn #(#groups)*), None)),
         }
     }
 
@@ -806,15 +823,17 @@ impl<'k> DevGen<'k> {
     /// with `stmatrix` (four 8x8 matrices per instruction, straight from the accumulator order),
     /// then reads them back row by row, 16 bytes per lane, and stores whole rows: a warp's store
     /// covers up to 512 contiguous bytes of a row. Each warp has its own region (rows padded by
-    /// 16 bytes so that the eight rows of a matrix fall in different banks), so the path needs no
-    /// block barrier; it runs where every row the warp writes passed the test.
-    fn mma_store_via_smem(&self, layout: Layout, ptr: ExprId, e: &TokenStream, vt: &TokenStream) -> TokenStream {
+    /// 16 bytes so that the eight rows of a matrix fall in different banks, from shared byte
+    /// `base`), so the path needs no block barrier; it runs where every row the warp writes passed
+    /// the test. `checked` (the store's mask and span): the path of the other warps, which tests
+    /// each 16-byte chunk: written whole where it is contiguous, aligned, inside the buffer and
+    /// masked in, else element by element where the mask holds (an element outside the buffer is
+    /// reported as a fault).
+    fn mma_store_via_smem(&self, layout: Layout, ptr: ExprId, e: &TokenStream, vt: &TokenStream, base: usize, checked: Option<(Option<ExprId>, proc_macro2::Span)>) -> TokenStream {
         let Layout::Mma { wn, tm, tn, n, .. } = layout else { unreachable!("an mma store has an mma layout") };
         let d = &self.d;
-        let warps = self.threads / 32;
         let pitch = tn * 16 + 16;
-        let region = 16 * pitch;
-        let base = self.alloc(warps * region);
+        let region = Self::via_smem_region(layout);
         let (wtm, wtn) = (tm * 64, tn * 8);
         let total = 16 * tn;
         let passes = total.div_ceil(32);
@@ -830,7 +849,16 @@ impl<'k> DevGen<'k> {
                     quote!(#d::stmatrix_x4(__sw + ((((__lane / 8) % 2) * 8 + __lane % 8) * #pitch + #col + (__lane / 16) * 16) as u32, [#(#words),*]);)
                 });
                 let flat = quote!((((__warp / 4) / #wn) * #wtm + #t_m * 64 + (__warp % 4) * 16 + __row) * #n + ((__warp / 4) % #wn) * #wtn);
-                let row_first = self.ev(ptr, &At::Flat(flat));
+                let store = match checked {
+                    None => {
+                        let row_first = self.ev(ptr, &At::Flat(flat));
+                        quote! {
+                            let __p: #vt = #row_first;
+                            #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+                        }
+                    }
+                    Some((mask, span)) => self.via_smem_chunk_checked(ptr, mask, span, &quote!((#flat + __ch * 8)), vt),
+                };
                 quote! {
                     #(#stm)*
                     #d::warp_sync();
@@ -839,8 +867,7 @@ impl<'k> DevGen<'k> {
                         if __qi < #total {
                             let (__row, __ch): (usize, usize) = (__qi / #tn, __qi % #tn);
                             let __v: [u32; 4] = #d::ld_shared_v4(__sw + (__row * #pitch + __ch * 16) as u32);
-                            let __p: #vt = #row_first;
-                            #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+                            #store
                         }
                     }
                     #d::warp_sync();
@@ -849,6 +876,51 @@ impl<'k> DevGen<'k> {
             .collect::<Vec<TokenStream>>()
             .into_iter()
             .fold(quote!(let __sw: u32 = #d::smem_addr() + (#base + __warp * #region) as u32;), |acc, t| quote!(#acc #t))
+    }
+
+    /// The shared memory of one warp in [`Self::mma_store_via_smem`]: 16 rows of the warp's
+    /// columns, padded by 16 bytes.
+    fn via_smem_region(layout: Layout) -> usize {
+        let Layout::Mma { tn, .. } = layout else { return 0 };
+        16 * (tn * 16 + 16)
+    }
+
+    /// The checked store of the 16-bit chunk `__v` (eight elements from flat index `f0`) of a
+    /// store through `ptr` (mask `mask`): one 16-byte store where the chunk is contiguous,
+    /// 16-byte aligned, inside its buffer and masked in; else each element where the mask
+    /// holds, after its bounds check (which reports a fault outside the buffer).
+    fn via_smem_chunk_checked(&self, ptr: ExprId, mask: Option<ExprId>, span: proc_macro2::Span, f0: &TokenStream, vt: &TokenStream) -> TokenStream {
+        let d = &self.d;
+        let at = |i: TokenStream| At::Flat(quote!((__f0 + #i)));
+        let m_at = |i: TokenStream| match mask {
+            Some(m) => self.operand(ptr, m, &at(i)),
+            None => quote!(true),
+        };
+        let masks = (0..8usize).map(|i| m_at(quote!(#i)));
+        let (p0, p7) = (self.ev(ptr, &at(quote!(0usize))), self.ev(ptr, &at(quote!(7usize))));
+        let step = self.col_step(ptr, true, &at(quote!(0usize))).unwrap_or(quote!(0i64));
+        let fits = self.fits_code(ptr, &quote!(__p0), 8);
+        let (p_i, m_i) = (self.ev(ptr, &at(quote!(__i))), m_at(quote!(__i)));
+        let ok = self.in_bounds_code(ptr, &quote!(__a), span);
+        quote! {
+            let __f0: usize = #f0;
+            let __p0: #vt = #p0;
+            let __p7: #vt = #p7;
+            if true #(&& #masks)* && #step == 1i64 && (__p7 as usize).wrapping_sub(__p0 as usize) == 14 && (__p0 as usize) % 16 == 0 && #fits {
+                #d::store_vec::<u32, 4>(__p0 as *mut u32, __v);
+            } else {
+                let mut __i: usize = 0;
+                while __i < 8 {
+                    if #m_i {
+                        let __a: #vt = #p_i;
+                        if #ok {
+                            #d::store(__a as *mut u16, (__v[__i / 2] >> ((__i % 2) * 16)) as u16);
+                        }
+                    }
+                    __i += 1;
+                }
+            }
+        }
     }
 
     /// The stores of the fast path from registers (element `e`, pointers `vt`), per `t_m`: its

@@ -6546,182 +6546,401 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_false(
       } else {
         ::core::hint::cold_path();
         ::kernel_std::__private::device::outline(move || {
-          let __np: usize = ::kernel_std::__private::device::opaque_usize(
-            16usize,
+          let __val = ::kernel_std::__private::device::inline_fn(
+            #[inline(always)]
+            |__j: usize| -> ::kernel_std::__private::device::F16 {
+              let __v: usize = __j % 2;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              o_40[__j]
+            },
           );
-          let mut __p: usize = 0;
-          while __p < __np {
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            {
-              let __v: usize = 0usize;
-              let __j: usize = 2 * __p + 0usize;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  o_base_7,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_om,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              __sv[__v] = o_40[__j];
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              );
-            }
-            {
-              let __v: usize = 1usize;
-              let __j: usize = 2 * __p + 1usize;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  o_base_7,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_om,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              __sv[__v] = o_40[__j];
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              );
-            }
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 4usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_o_ptr,
-                __len_o_ptr,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
+          let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + __warp * 2304usize) as u32;
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
                 ::kernel_std::__private::device::F16,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
+              >(__val(0usize), __val(1usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(2usize), __val(3usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(4usize), __val(5usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(6usize), __val(7usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 32usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(8usize), __val(9usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(10usize), __val(11usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(12usize), __val(13usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(14usize), __val(15usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 64usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(16usize), __val(17usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(18usize), __val(19usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(20usize), __val(21usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(22usize), __val(23usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 96usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(24usize), __val(25usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(26usize), __val(27usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(28usize), __val(29usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(30usize), __val(31usize)),
+            ],
+          );
+          ::kernel_std::__private::device::warp_sync();
+          for __q in 0..4usize {
+            let __qi: usize = __q * 32 + __lane;
+            if __qi < 128usize {
+              let (__row, __ch): (usize, usize) = (
+                __qi / 8usize,
+                __qi % 8usize,
+              );
+              let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+                __sw + (__row * 144usize + __ch * 16) as u32,
+              );
+              let __f0: usize = ((((__warp / 4) / 1usize) * 64usize
+                + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize + __ch * 8);
+              let __p0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              let __p7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && 1i64 == 1i64
+                && (__p7 as usize).wrapping_sub(__p0 as usize) == 14
+                && (__p0 as usize) % 16 == 0
+                && ::kernel_std::__private::device::fits(
+                  __p0,
                   __p_o_ptr,
                   __len_o_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
+                  8usize,
                 )
               {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(__p0 as *mut u32, __v);
+              } else {
+                let mut __i: usize = 0;
+                while __i < 8 {
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) {
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        o_base_7,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              start_m_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_om,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_o_ptr,
+                      __len_o_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    ) {
+                      ::kernel_std::__private::device::store(
+                        __a as *mut u16,
+                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                      );
+                    }
+                  }
+                  __i += 1;
+                }
               }
             }
-            __p += 1;
           }
+          ::kernel_std::__private::device::warp_sync();
         });
       }
     }
