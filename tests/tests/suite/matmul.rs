@@ -421,6 +421,7 @@ fn every_launch_again_with_forced_splits() {
         every_autotune_config_is_correct();
         every_autotune_config_on_misaligned_and_aligned_views();
         every_autotune_config_on_tensor_map_shapes();
+        every_autotune_config_on_wrapped_edges_next_to_nan();
         every_autotune_config_on_transposed_layouts();
         split_last_waves_match_the_reference();
         wide_split_plans_match_the_reference();

@@ -371,18 +371,7 @@ impl DevGen<'_> {
         let end_col = if cols.is_some() { quote!(__jl + 1) } else { quote!(#inner) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-            let row = quote! {
-                let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
-                let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
-                while __j < #end_col {
-                    __ok = __ok && !(#m_j);
-                    __j += 1;
-                }
-            };
-            let row = match &row_live {
-                Some(live) => quote!(if #live { #row }),
-                None => row,
-            };
+            let row = Self::tma_outside_line(&m_j, &end_col, row_live.as_ref());
             let lines = self.tma_over_lines(c, rows_n, Some(inner), row);
             quote!(#cols #lines)
         });
@@ -457,22 +446,28 @@ impl DevGen<'_> {
         let end_row = if rows_end.is_some() { quote!(__jl + 1) } else { quote!(#rows_n) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__j * #inner + __r))));
-            let line = quote! {
-                let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
-                let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
-                while __j < #end_row {
-                    __ok = __ok && !(#m_j);
-                    __j += 1;
-                }
-            };
-            let line = match &col_live {
-                Some(live) => quote!(if #live { #line }),
-                None => line,
-            };
+            let line = Self::tma_outside_line(&m_j, &end_row, col_live.as_ref());
             let lines = self.tma_over_lines(c, inner, None, line);
             quote!(#rows_end #lines)
         });
         Some((test, outside))
+    }
+
+    /// The test of map line `__r` of the last box (where `live` holds, if given): its elements
+    /// `__j` outside the view, up to `end`, are masked (`m_j`: the mask at element `__j`).
+    fn tma_outside_line(m_j: &TokenStream, end: &TokenStream, live: Option<&TokenStream>) -> TokenStream {
+        let line = quote! {
+            let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
+            let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+            while __j < #end {
+                __ok = __ok && !(#m_j);
+                __j += 1;
+            }
+        };
+        match live {
+            Some(live) => quote!(if #live { #line }),
+            None => line,
+        }
     }
 
     /// The element checks `strict` (test, test outside the view) of every line, and, for an
