@@ -172,19 +172,3 @@ fn find_loop(stmts: &[Stmt], var: LocalId) -> Option<(ExprId, &[Stmt])> {
     }
     None
 }
-
-/// The values the locals of `stmts` are given (see [`assigned_values_in`]), with the variables
-/// of the loops inside them: values that may change from one iteration to the next.
-fn loop_values(stmts: &[Stmt]) -> HashMap<LocalId, Vec<ExprId>> {
-    let mut out = assigned_values_in(stmts);
-    fn loop_vars(stmts: &[Stmt], out: &mut HashMap<LocalId, Vec<ExprId>>) {
-        for s in stmts {
-            if let Stmt::For { var, .. } = s {
-                out.entry(*var).or_default();
-            }
-            s.bodies().into_iter().for_each(|b| loop_vars(b, out));
-        }
-    }
-    loop_vars(stmts, &mut out);
-    out
-}

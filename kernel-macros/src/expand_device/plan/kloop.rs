@@ -86,7 +86,7 @@ impl DevicePlan<'_> {
     /// last one are then `followed`.
     pub(crate) fn as_written(&mut self, var: LocalId, body: &[Stmt], floor: usize) -> Schedule {
         let k = self.k;
-        let inside = assigned_values_in(body);
+        let inside = loop_values(body);
         let dots = self.body_dots(body);
         let operands = self.tensor_core_operands(&dots);
         let staged = |(x, layout, rows, inner): (ExprId, Layout, usize, usize)| StagedOperand { x, layout, rows, inner };
@@ -387,8 +387,9 @@ impl DevicePlan<'_> {
     }
 
     /// Whether `e` has the same value in every iteration of a loop over `var` once `var` is
-    /// fixed: it reads no local the loop body assigns (`inside`) other than `var` and locals
-    /// evaluated at their uses whose values are themselves steady.
+    /// fixed: it reads no local the loop body gives values (`inside`, [`loop_values`]: its
+    /// assignments and the variables of the loops in it) other than `var`, and locals evaluated
+    /// at their uses whose values are themselves steady.
     pub(crate) fn loop_steady(&self, e: ExprId, var: LocalId, inside: &HashMap<LocalId, Vec<ExprId>>) -> bool {
         let k = self.k;
         match &k.exprs[e].kind {
