@@ -45,6 +45,14 @@ pub(super) struct TmaCtx<'a> {
     pub(super) s0: TokenStream,
 }
 
+/// The pieces of an element check for an operand's dead lines (see `DevGen::tma_dead_lines`).
+struct DeadLines {
+    find_last: Option<TokenStream>,
+    in_row: TokenStream,
+    line_live: Option<TokenStream>,
+    in_view: TokenStream,
+}
+
 /// One staging of a tensor-map operand.
 pub(super) struct TmaSide {
     pub(super) staging: Staging,
@@ -294,25 +302,17 @@ impl DevGen<'_> {
         let op = c.op;
         let (inner, rows_n) = (op.inner, op.numel / op.inner);
         let last = inner - 1;
-        let last_i = last as i64;
-        let (tr, tc, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), &c.len);
-        let live_at = |i: TokenStream| live.map(|l| self.ev(l.pred, &At::Flat(i)));
-        // The last column checked (`__jl`) and the test of a row's liveness.
-        let (cols, last_col, span, row_live) = match live {
-            Some(l) if l.axis == 1 => {
-                let live_j = live_at(quote!(__jl))?;
-                let find = quote! {
-                    let mut __jl: usize = #last;
-                    while __jl > 0 && !(#live_j) {
-                        __jl -= 1;
-                    }
-                };
-                (Some(find), quote!(__jl), quote!((__jl as i64)), None)
+        // The last column checked (`__jl` with dead columns) and its distance from the first
+        // (`span`, an `i64`), and the test of a row's liveness.
+        let dead = self.tma_dead_lines(c, live, 0, last);
+        let (cols, row_live) = (dead.find_last.as_ref(), dead.line_live.as_ref());
+        let (last_col, span) = match cols {
+            Some(_) => (quote!(__jl), quote!((__jl as i64))),
+            None => {
+                let last_i = last as i64;
+                (quote!(#last), quote!(#last_i))
             }
-            Some(_) => (None, quote!(#last), quote!(#last_i), live_at(quote!(__r))),
-            None => (None, quote!(#last), quote!(#last_i), None),
         };
-        let last_i = &span;
         let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last_col))));
         let mut conds = Vec::new();
         // Per offsets block: its step along the row (`None`: constant along it), its values at
@@ -335,7 +335,7 @@ impl DevGen<'_> {
             Some([(Some(step), v0, v1, ot)]) => quote! {
                 let __v0: i64 = #d::cast::<#ot, i64>(#v0);
                 let __v1: i64 = #d::cast::<#ot, i64>(#v1);
-                __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #last_i && __v0 == __tO + (__r as i64) * __tW;
+                __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #span && __v0 == __tO + (__r as i64) * __tW;
             },
             Some(parts) => {
                 // A block constant along the row adds its value at the row's start; one that
@@ -345,7 +345,7 @@ impl DevGen<'_> {
                     Some(step) => quote! {{
                         let __s: i64 = #step;
                         let (__a, __b): (i64, i64) = (#d::cast::<#ot, i64>(#v0), #d::cast::<#ot, i64>(#v1));
-                        __ok = __ok && __s.checked_mul(#last_i) == Some(__b.wrapping_sub(__a));
+                        __ok = __ok && __s.checked_mul(#span) == Some(__b.wrapping_sub(__a));
                         __st = __st.wrapping_add(__s);
                         __v0 = __v0.wrapping_add(__a);
                     }},
@@ -359,19 +359,22 @@ impl DevGen<'_> {
         };
         // Dead rows are not checked; a live one must lie in the view (its box need only start
         // there, see `tma_coords`). With dead columns, the live ones must lie in the row.
-        let (row_test, in_row) = match &row_live {
-            Some(live) => (quote!(if #live { __ok = __ok && (#tr + (__r as i64) + 1) * __tW <= #len as i64; #row_test }), quote!()),
-            None if cols.is_some() => (row_test, quote!(__ok = __ok && #tc + (__jl as i64) < __tW;)),
-            None => (row_test, quote!()),
+        let row_test = match row_live {
+            Some(live) => {
+                let in_view = &dead.in_view;
+                quote!(if #live { #in_view #row_test })
+            }
+            None => row_test,
         };
         let rows_test = self.tma_over_lines(c, rows_n, Some(inner), row_test);
+        let in_row = &dead.in_row;
         let rows_test = quote!(#cols #in_row #rows_test);
         // The elements of the last box outside the view (a K tail, see `tma_coords`) must be
         // masked in the last iteration: each thread tests its rows' live elements there.
         let end_col = if cols.is_some() { quote!(__jl + 1) } else { quote!(#inner) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-            let row = Self::tma_outside_line(&m_j, &end_col, row_live.as_ref());
+            let row = Self::tma_outside_line(&m_j, &end_col, row_live);
             let lines = self.tma_over_lines(c, rows_n, Some(inner), row);
             quote!(#cols #lines)
         });
@@ -402,24 +405,9 @@ impl DevGen<'_> {
         let (rows_n, inner) = (op.numel / op.inner, op.inner);
         let (rows_term, cols_term) = self.tma_terms(&c.sum)?;
         let (x, y) = (rows_term.x, cols_term.x);
-        let (tr, tc, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), &c.len);
-        let live_at = |i: TokenStream| live.map(|l| self.ev(l.pred, &At::Flat(i)));
         // Dead rows: the last live one (`__jl`); dead columns: the test of a column.
-        let (rows_end, col_live) = match live {
-            Some(l) if l.axis == 0 => {
-                let live_j = live_at(quote!(__jl))?;
-                let last = rows_n - 1;
-                let find = quote! {
-                    let mut __jl: usize = #last;
-                    while __jl > 0 && !(#live_j) {
-                        __jl -= 1;
-                    }
-                };
-                (Some(find), None)
-            }
-            Some(_) => (None, live_at(quote!(__r))),
-            None => (None, None),
-        };
+        let dead = self.tma_dead_lines(c, live, 1, rows_n - 1);
+        let (rows_end, col_live) = (dead.find_last.as_ref(), dead.line_live.clone());
         // `x` (or `y`) steps by one over lines `__r` where `guard` holds, and there `extra` holds.
         let unit = |v: ExprId, count: usize, guard: Option<TokenStream>, extra: TokenStream| {
             let t = self.elem(&k.exprs[v].ty);
@@ -431,11 +419,13 @@ impl DevGen<'_> {
             };
             self.tma_over_lines(c, count, None, test)
         };
-        let xs = unit(x, rows_n, rows_end.as_ref().map(|_| quote!(__r <= __jl)), quote!());
+        let xs = unit(x, rows_n, rows_end.map(|_| quote!(__r <= __jl)), quote!());
         // A live column (a map row) must lie in the view (its box need only start there).
-        let in_view = col_live.as_ref().map(|_| quote!(__ok = __ok && (#tr + (__r as i64) + 1) * __tW <= #len as i64;)).unwrap_or_default();
-        let ys = unit(y, inner, col_live.clone(), in_view);
-        let in_row = rows_end.as_ref().map(|find| quote!(#find __ok = __ok && #tc + (__jl as i64) < __tW;));
+        let ys = unit(y, inner, col_live.clone(), dead.in_view.clone());
+        let in_row = rows_end.map(|find| {
+            let in_row = &dead.in_row;
+            quote!(#find #in_row)
+        });
         let no_wrap = self.tma_no_wrap(c, (rows_term.of, cols_term.of), (rows_n, inner));
         let test = quote! {
             #in_row
@@ -451,6 +441,29 @@ impl DevGen<'_> {
             quote!(#rows_end #lines)
         });
         Some((test, outside))
+    }
+
+    /// How an element check treats the operand's dead lines `live` (none: every line checked):
+    /// along the block's axis `per_line` the lines are the check's lines `__r`, each tested where
+    /// it is live (`line_live`) and then required to lie in the view (`in_view`); along the other
+    /// axis the check runs up to the last live line, `__jl` (`find_last`: its search from `last`),
+    /// which must lie in the map's row (`in_row`).
+    fn tma_dead_lines(&self, c: &TmaCtx, live: Option<LiveLines>, per_line: usize, last: usize) -> DeadLines {
+        let (tr, tc, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), &c.len);
+        let none = DeadLines { find_last: None, in_row: quote!(), line_live: None, in_view: quote!() };
+        let Some(l) = live else { return none };
+        if l.axis == per_line {
+            let line_live = self.ev(l.pred, &At::Flat(quote!(__r)));
+            return DeadLines { line_live: Some(line_live), in_view: quote!(__ok = __ok && (#tr + (__r as i64) + 1) * __tW <= #len as i64;), ..none };
+        }
+        let live_j = self.ev(l.pred, &At::Flat(quote!(__jl)));
+        let find_last = quote! {
+            let mut __jl: usize = #last;
+            while __jl > 0 && !(#live_j) {
+                __jl -= 1;
+            }
+        };
+        DeadLines { find_last: Some(find_last), in_row: quote!(__ok = __ok && #tc + (__jl as i64) < __tW;), ..none }
     }
 
     /// The test of map line `__r` of the last box (where `live` holds, if given): its elements

@@ -41,6 +41,8 @@ struct Tracker<'p, 'a> {
     factors: Vec<ExprId>,
     /// Scalars bound at the top level before the loop and never assigned.
     before: HashSet<LocalId>,
+    /// Every value each local is given (`assigned_values`).
+    values: HashMap<LocalId, Vec<ExprId>>,
 }
 
 impl DevicePlan<'_> {
@@ -54,15 +56,15 @@ impl DevicePlan<'_> {
             return None;
         }
         let at = k.body.iter().position(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))?;
-        let assigned = assigned_values_in(&k.body);
+        let values = assigned_values(k);
         let before = k.body[..at]
             .iter()
             .filter_map(|s| match s {
-                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Scalar) && assigned.get(local).is_some_and(|v| v.len() == 1) => Some(*local),
+                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Scalar) && values.get(local).is_some_and(|v| v.len() == 1) => Some(*local),
                 _ => None,
             })
             .collect();
-        let mut t = Tracker { p: self, axis, lines: shape[axis], tracked: HashSet::from([acc]), factors: Vec::new(), before };
+        let mut t = Tracker { p: self, axis, lines: shape[axis], tracked: HashSet::from([acc]), factors: Vec::new(), before, values };
         // Values derived from the accumulator may be bound before they are read in program
         // order only inside loops: walk until no new value is tracked.
         loop {
@@ -176,22 +178,14 @@ impl Tracker<'_, '_> {
         let k = self.p.k;
         let want: Vec<usize> = if self.axis == 0 { vec![self.lines, 1] } else { vec![1, self.lines] };
         match &k.exprs[mask].kind {
-            ExprKind::Local(l) if !k.locals[*l].mutable => self.factor(self.let_value(*l)?),
+            ExprKind::Local(l) if !k.locals[*l].mutable => match self.values.get(l).map(Vec::as_slice) {
+                Some([value]) => self.factor(*value),
+                _ => None,
+            },
             ExprKind::Binary(BinOp::And, a, b) => self.factor(*a).or_else(|| self.factor(*b)),
             _ if self.p.shapes[mask] == want && self.evaluable(mask) => Some(mask),
             _ => None,
         }
-    }
-
-    /// The value of the one `let` of local `l`.
-    fn let_value(&self, l: LocalId) -> Option<ExprId> {
-        fn find(stmts: &[Stmt], l: LocalId) -> Option<ExprId> {
-            stmts.iter().find_map(|s| match s {
-                Stmt::Let { local, value } if *local == l => Some(*value),
-                _ => s.bodies().into_iter().find_map(|b| find(b, l)),
-            })
-        }
-        find(&self.p.k.body, l)
     }
 
     /// Whether `e` can be evaluated before the loop, at any line.
