@@ -886,28 +886,32 @@ impl<'k> DevGen<'k> {
     }
 
     /// The checked store of the 16-bit chunk `__v` (eight elements from flat index `f0`) of a
-    /// store through `ptr` (mask `mask`): one 16-byte store where the chunk is contiguous,
-    /// 16-byte aligned, inside its buffer and masked in; else each element where the mask
-    /// holds, after its bounds check (which reports a fault outside the buffer).
+    /// store through `ptr` (mask `mask`): one 16-byte store where the chunk is contiguous
+    /// ([`Self::chunk_contiguous`]), 16-byte aligned, inside its buffer and masked in
+    /// ([`Self::mask_on_chunk`]); else each element where the mask holds, after its bounds check
+    /// (which reports a fault outside the buffer).
     fn via_smem_chunk_checked(&self, ptr: ExprId, mask: Option<ExprId>, span: proc_macro2::Span, f0: &TokenStream, vt: &TokenStream) -> TokenStream {
         let d = &self.d;
         let at = |i: TokenStream| At::Flat(quote!((__f0 + #i)));
-        let m_at = |i: TokenStream| match mask {
-            Some(m) => self.operand(ptr, m, &at(i)),
-            None => quote!(true),
-        };
-        let masks = (0..8usize).map(|i| m_at(quote!(#i)));
-        let (p0, p7) = (self.ev(ptr, &at(quote!(0usize))), self.ev(ptr, &at(quote!(7usize))));
-        let step = self.col_step(ptr, true, &at(quote!(0usize))).unwrap_or(quote!(0i64));
-        let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        let (p_i, m_i) = (self.ev(ptr, &at(quote!(__i))), m_at(quote!(__i)));
+        let q: Vec<Ident> = (0..8usize).map(|i| format_ident!("__q{}", i)).collect();
+        let step = self.col_step(ptr, true, &at(quote!(0usize)));
+        // With the pointer block's increment, the contiguity test reads the chunk's ends only.
+        let bound: Vec<usize> = if step.is_some() { vec![0, 7] } else { (0..8).collect() };
+        let binds = bound.iter().map(|&i| {
+            let (qi, p) = (&q[i], self.ev(ptr, &at(quote!(#i))));
+            quote!(let #qi: #vt = #p;)
+        });
+        let contiguous = Self::chunk_contiguous(step, &q.iter().map(|x| quote!(#x)).collect::<Vec<_>>(), 2);
+        let all = mask.map(|m| self.mask_on_chunk(ptr, m, true, 8)).unwrap_or(quote!(true));
+        let fits = self.fits_code(ptr, &quote!(__q0), 8);
+        let m_i = mask.map(|m| self.operand(ptr, m, &at(quote!(__i)))).unwrap_or(quote!(true));
+        let p_i = self.ev(ptr, &at(quote!(__i)));
         let ok = self.in_bounds_code(ptr, &quote!(__a), span);
         quote! {
             let __f0: usize = #f0;
-            let __p0: #vt = #p0;
-            let __p7: #vt = #p7;
-            if true #(&& #masks)* && #step == 1i64 && (__p7 as usize).wrapping_sub(__p0 as usize) == 14 && (__p0 as usize) % 16 == 0 && #fits {
-                #d::store_vec::<u32, 4>(__p0 as *mut u32, __v);
+            #(#binds)*
+            if #all #contiguous && (__q0 as usize) % 16 == 0 && #fits {
+                #d::store_vec::<u32, 4>(__q0 as *mut u32, __v);
             } else {
                 let mut __i: usize = 0;
                 while __i < 8 {

@@ -2221,21 +2221,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x12 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x13 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2245,12 +2245,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x13,
+                  __x12,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x13,
+                    __c14,
                   )
               });
             __r += 256usize;
@@ -2267,21 +2267,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x12 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x13 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2291,12 +2291,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x13,
+                  __x12,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x13,
+                    __c14,
                   )
               });
             __r += 256usize;
@@ -2315,21 +2315,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x12 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x13 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2339,12 +2339,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 });
               __r += 256usize;
@@ -2362,21 +2362,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x12 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x13 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2386,12 +2386,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 });
               __r += 256usize;
@@ -2682,21 +2682,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       if __c < 1024usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x6 = (0i32)
+                          let __x9 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x7 = (0i32)
+                          let __x10 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2706,12 +2706,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
+                            __x10,
+                            __x9,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
+                              __x10,
+                              __c11,
                             )
                         }) {
                           let __sp = __smem
@@ -2773,21 +2773,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       if __c < 1024usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x6 = (0i32)
+                          let __x9 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x7 = (0i32)
+                          let __x10 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2797,12 +2797,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
+                            __x10,
+                            __x9,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
+                              __x10,
+                              __c11,
                             )
                         }) {
                           let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6205,21 +6205,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6229,12 +6229,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6259,21 +6259,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6283,12 +6283,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6313,21 +6313,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6337,12 +6337,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6367,21 +6367,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6391,12 +6391,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6830,21 +6830,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6854,12 +6854,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6884,21 +6884,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6908,12 +6908,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6938,21 +6938,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6962,12 +6962,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6992,21 +6992,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7016,12 +7016,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7445,21 +7445,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7469,12 +7469,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -7527,21 +7527,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7551,12 +7551,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -7609,21 +7609,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7633,12 +7633,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -7691,21 +7691,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7715,12 +7715,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8350,21 +8350,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8374,12 +8374,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8432,21 +8432,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8456,12 +8456,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8514,21 +8514,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8538,12 +8538,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8596,21 +8596,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8620,12 +8620,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -10028,7 +10028,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     let __f0: usize = ((((__warp / 4) / 1usize) * 64usize
                       + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
                       + ((__warp / 4) % 1usize) * 128usize + __ch * 8);
-                    let __p0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
                         c_base_12,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -10069,7 +10069,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     );
-                    let __p7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
                         c_base_12,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -10110,320 +10110,74 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     );
-                    if true
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
+                    if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
-                          __p_M,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
                           ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                      ),
+                      __p_M,
+                    )
+                      && {
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                        );
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && ::kernel_std::__private::device::cast::<
+                        );
+                        let __c8 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      })
+                      && ((::kernel_std::__private::device::cast::<
                         i32,
                         i64,
                       >(__p_stride_cn)
-                        .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                      && (__p7 as usize).wrapping_sub(__p0 as usize) == 14
-                      && (__p0 as usize) % 16 == 0
+                        .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                        && (__q7 as usize) == (__q0 as usize) + 14usize)
+                      && (__q0 as usize) % 16 == 0
                       && ::kernel_std::__private::device::fits(
-                        __p0,
+                        __q0,
                         __p_c_ptr,
                         __len_c_ptr,
                         8usize,
@@ -10432,7 +10186,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       ::kernel_std::__private::device::store_vec::<
                         u32,
                         4,
-                      >(__p0 as *mut u32, __v);
+                      >(__q0 as *mut u32, __v);
                     } else {
                       let mut __i: usize = 0;
                       while __i < 8 {
@@ -10741,7 +10495,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10759,7 +10513,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10777,14 +10531,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x19,
+                      __c20,
                     )
                 })
           }
@@ -10915,7 +10669,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10933,7 +10687,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10951,14 +10705,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x22,
+                      __c23,
                     )
                 })
           },
@@ -11377,7 +11131,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               let __f0: usize = ((((__warp / 4) / 1usize) * 64usize
                 + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
                 + ((__warp / 4) % 1usize) * 128usize + __ch * 8);
-              let __p0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   c_base_12,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -11418,7 +11172,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   ),
                 ),
               );
-              let __p7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   c_base_12,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -11459,320 +11213,74 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   ),
                 ),
               );
-              if true
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+              if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_M,
                   ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                  );
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && ::kernel_std::__private::device::cast::<
+                  );
+                  let __c26 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x25,
+                    __x24,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x25,
+                      __c26,
+                    )
+                })
+                && ((::kernel_std::__private::device::cast::<
                   i32,
                   i64,
                 >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__p7 as usize).wrapping_sub(__p0 as usize) == 14
-                && (__p0 as usize) % 16 == 0
+                  .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
+                && (__q0 as usize) % 16 == 0
                 && ::kernel_std::__private::device::fits(
-                  __p0,
+                  __q0,
                   __p_c_ptr,
                   __len_c_ptr,
                   8usize,
@@ -11781,7 +11289,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 ::kernel_std::__private::device::store_vec::<
                   u32,
                   4,
-                >(__p0 as *mut u32, __v);
+                >(__q0 as *mut u32, __v);
               } else {
                 let mut __i: usize = 0;
                 while __i < 8 {

@@ -2177,21 +2177,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x12 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x13 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2201,12 +2201,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x13,
+                  __x12,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x13,
+                    __c14,
                   )
               });
             __r += 128usize;
@@ -2223,21 +2223,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x12 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x13 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2247,12 +2247,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x13,
+                  __x12,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x13,
+                    __c14,
                   )
               });
             __r += 128usize;
@@ -2271,21 +2271,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x12 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x13 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2295,12 +2295,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 });
               __r += 128usize;
@@ -2318,21 +2318,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x12 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x13 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2342,12 +2342,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 });
               __r += 128usize;
@@ -2635,21 +2635,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       if __c < 512usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x6 = (0i32)
+                          let __x9 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x7 = (0i32)
+                          let __x10 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2659,12 +2659,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
+                            __x10,
+                            __x9,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
+                              __x10,
+                              __c11,
                             )
                         }) {
                           let __sp = __smem
@@ -2726,21 +2726,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       if __c < 512usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x6 = (0i32)
+                          let __x9 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x7 = (0i32)
+                          let __x10 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2750,12 +2750,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
+                            __x10,
+                            __x9,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
+                              __x10,
+                              __c11,
                             )
                         }) {
                           let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6104,21 +6104,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6128,12 +6128,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6158,21 +6158,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6182,12 +6182,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6212,21 +6212,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6236,12 +6236,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6266,21 +6266,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6290,12 +6290,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6726,21 +6726,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6750,12 +6750,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6780,21 +6780,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6804,12 +6804,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6834,21 +6834,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6858,12 +6858,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6888,21 +6888,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6912,12 +6912,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7338,21 +7338,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7362,12 +7362,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -7420,21 +7420,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7444,12 +7444,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -7502,21 +7502,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7526,12 +7526,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -7584,21 +7584,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7608,12 +7608,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8228,21 +8228,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8252,12 +8252,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8310,21 +8310,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8334,12 +8334,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8392,21 +8392,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8416,12 +8416,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -8474,21 +8474,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8498,12 +8498,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x16,
+                            __c17,
                           )
                       }
                         && (__inb0
@@ -9724,7 +9724,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     let __f0: usize = ((((__warp / 4) / 1usize) * 64usize
                       + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
                       + ((__warp / 4) % 1usize) * 64usize + __ch * 8);
-                    let __p0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
                         c_base_12,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -9765,7 +9765,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     );
-                    let __p7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
                         c_base_12,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -9806,320 +9806,74 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     );
-                    if true
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                    if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          __p_M,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                      ),
+                      __p_M,
+                    )
+                      && {
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                        );
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      && ::kernel_std::__private::device::cast::<
+                        );
+                        let __c8 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      })
+                      && ((::kernel_std::__private::device::cast::<
                         i32,
                         i64,
                       >(__p_stride_cn)
-                        .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                      && (__p7 as usize).wrapping_sub(__p0 as usize) == 14
-                      && (__p0 as usize) % 16 == 0
+                        .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                        && (__q7 as usize) == (__q0 as usize) + 14usize)
+                      && (__q0 as usize) % 16 == 0
                       && ::kernel_std::__private::device::fits(
-                        __p0,
+                        __q0,
                         __p_c_ptr,
                         __len_c_ptr,
                         8usize,
@@ -10128,7 +9882,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ::kernel_std::__private::device::store_vec::<
                         u32,
                         4,
-                      >(__p0 as *mut u32, __v);
+                      >(__q0 as *mut u32, __v);
                     } else {
                       let mut __i: usize = 0;
                       while __i < 8 {
@@ -10422,7 +10176,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10440,7 +10194,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10458,14 +10212,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x19,
+                      __c20,
                     )
                 })
           }
@@ -10596,7 +10350,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10614,7 +10368,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10632,14 +10386,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x22,
+                      __c23,
                     )
                 })
           },
@@ -10906,7 +10660,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               let __f0: usize = ((((__warp / 4) / 1usize) * 64usize
                 + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
                 + ((__warp / 4) % 1usize) * 64usize + __ch * 8);
-              let __p0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   c_base_12,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -10947,7 +10701,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 ),
               );
-              let __p7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   c_base_12,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -10988,320 +10742,74 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 ),
               );
-              if true
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+              if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_M,
                   ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+                  );
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && ::kernel_std::__private::device::cast::<
+                  );
+                  let __c26 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x25,
+                    __x24,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x25,
+                      __c26,
+                    )
+                })
+                && ((::kernel_std::__private::device::cast::<
                   i32,
                   i64,
                 >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__p7 as usize).wrapping_sub(__p0 as usize) == 14
-                && (__p0 as usize) % 16 == 0
+                  .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
+                && (__q0 as usize) % 16 == 0
                 && ::kernel_std::__private::device::fits(
-                  __p0,
+                  __q0,
                   __p_c_ptr,
                   __len_c_ptr,
                   8usize,
@@ -11310,7 +10818,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 ::kernel_std::__private::device::store_vec::<
                   u32,
                   4,
-                >(__p0 as *mut u32, __v);
+                >(__q0 as *mut u32, __v);
               } else {
                 let mut __i: usize = 0;
                 while __i < 8 {

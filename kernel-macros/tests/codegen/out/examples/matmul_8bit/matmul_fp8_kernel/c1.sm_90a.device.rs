@@ -4313,21 +4313,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4337,12 +4337,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -4367,21 +4367,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4391,12 +4391,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -4421,21 +4421,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4445,12 +4445,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -4475,21 +4475,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4499,12 +4499,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5361,21 +5361,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5385,12 +5385,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5415,21 +5415,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5439,12 +5439,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5469,21 +5469,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5493,12 +5493,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5523,21 +5523,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5547,12 +5547,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -6101,21 +6101,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6125,12 +6125,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -6175,21 +6175,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6199,12 +6199,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -6249,21 +6249,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6273,12 +6273,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -6323,21 +6323,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6347,12 +6347,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -7433,21 +7433,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7457,12 +7457,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -7507,21 +7507,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7531,12 +7531,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -7581,21 +7581,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7605,12 +7605,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -7655,21 +7655,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7679,12 +7679,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     }
                       && (__inb0
@@ -8581,7 +8581,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8599,7 +8599,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8617,14 +8617,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x16,
+                      __c17,
                     )
                 })
           }
@@ -8755,7 +8755,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8773,7 +8773,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8791,14 +8791,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x19,
+                      __c20,
                     )
                 })
           },
@@ -9217,7 +9217,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
               let __f0: usize = ((((__warp / 4) / 1usize) * 64usize
                 + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
                 + ((__warp / 4) % 1usize) * 128usize + __ch * 8);
-              let __p0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -9258,7 +9258,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   ),
                 ),
               );
-              let __p7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -9299,320 +9299,74 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   ),
                 ),
               );
-              if true
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+              if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_M,
                   ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+                  );
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                && ::kernel_std::__private::device::cast::<
+                  );
+                  let __c23 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x22,
+                    __x21,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x22,
+                      __c23,
+                    )
+                })
+                && ((::kernel_std::__private::device::cast::<
                   i32,
                   i64,
                 >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__p7 as usize).wrapping_sub(__p0 as usize) == 14
-                && (__p0 as usize) % 16 == 0
+                  .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
+                && (__q0 as usize) % 16 == 0
                 && ::kernel_std::__private::device::fits(
-                  __p0,
+                  __q0,
                   __p_c_ptr,
                   __len_c_ptr,
                   8usize,
@@ -9621,7 +9375,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 ::kernel_std::__private::device::store_vec::<
                   u32,
                   4,
-                >(__p0 as *mut u32, __v);
+                >(__q0 as *mut u32, __v);
               } else {
                 let mut __i: usize = 0;
                 while __i < 8 {
