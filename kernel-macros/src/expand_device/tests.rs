@@ -13,6 +13,16 @@ fn plan_of<'a>(k: &'a Kernel, vals: &'a HashMap<String, i64>, warps: usize, stag
     plan::plan(k, &plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None }, target).expect("a valid plan")
 }
 
+/// The expansion of `#[kernel(attr)]` on `src` (as [`expand`]) and the `target` plan of its first
+/// instance (the kernel and meta values leaked, so that the plan can be returned).
+fn first_plan(attr: &str, src: &str, target: Target) -> (String, DevicePlan<'static>) {
+    let (out, inst) = expand(attr, src);
+    let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
+    let k: &'static Kernel = Box::leak(Box::new(k));
+    let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+    (out, plan_of(k, vals, warps, stages, target))
+}
+
 /// Runs `#[kernel(attr)]` on `src` and returns the expansion's text, without the entries of
 /// split launches (see `expand_all`), and its instances.
 fn expand(attr: &str, src: &str) -> (String, Vec<(Kernel, HashMap<String, i64>, usize, usize)>) {
@@ -320,13 +330,7 @@ fn nested_pointer_operands_take_tensor_maps_in_k_loops() {
     let (out, _) = tma_of(&strided("a_ptr + offs_m.as_col() * sam + offs_k.as_row() * sak", b));
     assert!(out.contains("let __tO : i64 = (:: kernel_std :: __private :: device :: cast :: < i32 , i64 > ("), "{out}");
     // The plan's view of A's pointer block: the parameter, then the two blocks.
-    let plan_for = |src: &str| {
-        let (_, inst) = expand("", src);
-        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
-        let k: &'static Kernel = Box::leak(Box::new(k));
-        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
-        plan_of(k, vals, warps, stages, Target::Sm90a)
-    };
+    let plan_for = |src: &str| first_plan("", src, Target::Sm90a).1;
     let p = plan_for(&strided("a_ptr + offs_m.as_col() * sam + offs_k.as_row() * sak", b));
     let k = p.k;
     let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
@@ -734,11 +738,7 @@ fn copies_ahead_take_tensor_maps_on_sm_90a() {
     let plan_for = |key_offsets: &str, target: Target| {
         let src = attention_strided(key_offsets);
         let (attr, body) = src.split_once('\n').unwrap();
-        let (out, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
-        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
-        let k: &'static Kernel = Box::leak(Box::new(k));
-        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
-        (out, plan_of(k, vals, warps, stages, target))
+        first_plan(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body, target)
     };
     let (out, p) = plan_for("cols.as_row() * sk + offs_d.as_col()", Target::Sm90a);
     let Schedule::AsWritten { ahead, tma: Some(maps), depth, .. } = only_loop(&p) else { panic!("no tensor maps:\n{p}") };
@@ -780,11 +780,7 @@ fn copies_ahead_take_tensor_maps_for_nested_pointers() {
             .replace("k_ptr + cols.as_row() * D + offs_d.as_col()", key_ptrs)
             .replace("v_ptr + cols.as_col() * D + offs_d.as_row()", value_ptrs);
         let (attr, body) = src.split_once('\n').unwrap();
-        let (out, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
-        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
-        let k: &'static Kernel = Box::leak(Box::new(k));
-        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
-        (out, plan_of(k, vals, warps, stages, Target::Sm90a))
+        first_plan(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body, Target::Sm90a)
     };
     let maps = |p: &DevicePlan<'_>| match only_loop(p) {
         Schedule::AsWritten { tma: Some(m), .. } => Some(m.maps.clone()),
@@ -1401,11 +1397,8 @@ fn only_the_stored_lines_of_an_accumulator_are_live() {
             let c_mask = (cm.as_col() < M) & (cn.as_row() < N);
             store(c_ptrs, c, c_mask);";
     let live_of = |src: &str| {
-        let (_, inst) = expand("", src);
-        let (k, vals, warps, stages) = inst.into_iter().next().unwrap();
-        let k: &'static Kernel = Box::leak(Box::new(k));
-        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
-        let p = plan_of(k, vals, warps, stages, Target::Sm90a);
+        let (_, p) = first_plan("", src, Target::Sm90a);
+        let k = p.k;
         let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
         let text = |l: Option<plan::LiveLines>| l.map(|l| (l.axis, k.expr_text(l.pred)));
         (text(pp.ops[0].live), text(pp.ops[1].live))
