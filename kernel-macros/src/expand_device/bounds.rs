@@ -40,7 +40,7 @@ impl DevGen<'_> {
 
     /// [`Self::fits_code`] for `n` elements given by a `usize` expression.
     pub(super) fn fits_code_n(&self, ptr: ExprId, p: &TokenStream, n: TokenStream) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote!(#d::fits(#p, #base, #len, #n)),
             None => {
@@ -53,7 +53,7 @@ impl DevGen<'_> {
     /// [`Self::fits_code`] with the buffer's base passed through `opaque_usize`, so that the
     /// per-chunk part of the test is recomputed in a K loop rather than hoisted into registers.
     pub(super) fn fits_code_opaque(&self, ptr: ExprId, p: &TokenStream, n: usize) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote!(#d::fits(#p, #d::opaque_usize(#base as usize) as *mut _, #len, #n)),
             None => self.fits_code(ptr, p, n),
@@ -63,7 +63,7 @@ impl DevGen<'_> {
     /// `true` when the element at the pointer value `p` (of the block `ptr`) is inside its
     /// buffer; else the access at `span` is recorded in the fault record and must be skipped.
     pub(super) fn in_bounds_code(&self, ptr: ExprId, p: &TokenStream, span: Span) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         match self.extent(ptr) {
             Some((base, len, idx)) => {
                 let line = quote_spanned!(span=> ::core::line!());
@@ -91,7 +91,7 @@ impl DevGen<'_> {
     }
 
     pub(super) fn chunk_check_elem(&self, ptr: ExprId, a: &Ident, m: &TokenStream, ok: &Ident, span: Span) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote! {
                 let #ok: bool = #m && #d::fits(#a, #base, #len, 1);
@@ -108,7 +108,7 @@ impl DevGen<'_> {
     }
 
     pub(super) fn chunk_check_close(&self, ptr: ExprId, span: Span) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         match self.extent(ptr) {
             Some((base, len, idx)) => {
                 let line = quote_spanned!(span=> ::core::line!());

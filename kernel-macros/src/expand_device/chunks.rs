@@ -71,21 +71,21 @@ impl DevGen<'_> {
     /// elements of the chunk whose first and last elements are at `at0` and `at7` of `e`
     /// (`moves` as in [`Self::along`]). `None` when the analysis cannot tell: the caller then
     /// tests the 8 elements one by one.
-    pub(super) fn chunk_all(&self, e: ExprId, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
+    pub(super) fn chunk_all(&mut self, e: ExprId, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
         self.chunk_is(e, true, moves, at0, at7)
     }
 
     /// A boolean expression that is true only when the boolean block `e` is `want` at all
     /// elements of the chunk ([`Self::chunk_all`] for `want`, "none of them" for `!want`).
-    fn chunk_is(&self, e: ExprId, want: bool, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
+    fn chunk_is(&mut self, e: ExprId, want: bool, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         if self.along(e, moves) == Along::Const {
             let at = if self.shapes[e].is_empty() { At::Own } else { at0.clone() };
             let v = self.ev(e, &at);
             return Some(if want { v } else { quote!((!#v)) });
         }
-        let sub = |c: ExprId| self.chunk_is(c, want, self.child_moves(e, c, moves), &self.sub_at(e, c, at0), &self.sub_at(e, c, at7));
+        let mut sub = |c: ExprId| self.chunk_is(c, want, self.child_moves(e, c, moves), &self.sub_at(e, c, at0), &self.sub_at(e, c, at7));
         match &k.exprs[e].kind {
             ExprKind::Binary(BinOp::And, a, b) if k.exprs[e].ty.dtype() == Some(DType::Bool) => {
                 // All of `a && b`: all of both; none of it: none of one of them.
@@ -152,12 +152,12 @@ impl DevGen<'_> {
     /// The chunk test of the mask of `load` (a boolean block broadcast to the load's shape):
     /// true only when all `len` elements from flat index `f0` of the load are unmasked (a
     /// chunk lies within one row of the load).
-    pub(super) fn load_chunk_all(&self, load: ExprId, mask: ExprId, f0: &TokenStream, len: usize) -> Option<TokenStream> {
+    pub(super) fn load_chunk_all(&mut self, load: ExprId, mask: ExprId, f0: &TokenStream, len: usize) -> Option<TokenStream> {
         self.load_chunk_is(load, mask, true, f0, len)
     }
 
     /// [`Self::load_chunk_all`] for `want`: true only when the mask is `want` on the whole chunk.
-    pub(super) fn load_chunk_is(&self, load: ExprId, mask: ExprId, want: bool, f0: &TokenStream, len: usize) -> Option<TokenStream> {
+    pub(super) fn load_chunk_is(&mut self, load: ExprId, mask: ExprId, want: bool, f0: &TokenStream, len: usize) -> Option<TokenStream> {
         let moves = self.child_moves(load, mask, true);
         let last = len - 1;
         let at0 = self.sub_at(load, mask, &At::Flat(quote!((#f0))));
@@ -190,7 +190,7 @@ impl DevGen<'_> {
 
     fn col_step_in(&self, e: ExprId, moves: bool, at: &At, end: Option<(&At, &TokenStream)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         if self.along(e, moves) == Along::Const {
             return Some(quote!(0i64));
         }

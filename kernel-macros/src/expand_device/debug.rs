@@ -59,8 +59,8 @@ impl DevGen<'_> {
     /// memory and the thread that owns it reports.
     /// A `hint`'s check (a scalar condition) ends the program where it fails: the code after it
     /// relies on the hint.
-    pub(super) fn gen_assert(&self, cond: ExprId, operands: &[(String, ExprId)], span: Sp, hint: bool) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn gen_assert(&mut self, cond: ExprId, operands: &[(String, ExprId)], span: Sp, hint: bool) -> TokenStream {
+        let d = &self.p.d;
         let (line, column) = (quote_spanned!(span.start=> ::core::line!()), quote_spanned!(span.start=> ::core::column!()));
         let scalar = self.shapes[cond].is_empty();
         let word = operand_word(self.k, operands, scalar);
@@ -69,7 +69,7 @@ impl DevGen<'_> {
             quote!((#p as u32))
         });
         let report = quote!(#d::report_assert(__fault, __tag, #line, #column, __af as u64, #word, [#(#pid),*], __av););
-        let values = |g: &Self| {
+        let values = |g: &mut Self| {
             let mut bits: Vec<TokenStream> = operands
                 .iter()
                 .map(|(_, e)| {
@@ -110,8 +110,8 @@ impl DevGen<'_> {
     /// v1, v2` per element of the values (all of one shape), or, for scalars, one line by
     /// thread 0 without `idx`; the CPU backend writes the same lines (floats aside: `printf`'s
     /// `%g` there).
-    pub(super) fn gen_print(&self, prefix: &str, values: &[ExprId]) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn gen_print(&mut self, prefix: &str, values: &[ExprId]) -> TokenStream {
+        let d = &self.p.d;
         let shape = values.first().map(|v| self.shapes[*v].clone()).unwrap_or_default();
         let format = Self::print_format(self.k, prefix, values, shape.len());
         let pid: Vec<TokenStream> = (0..3u8)
@@ -120,7 +120,7 @@ impl DevGen<'_> {
                 quote!((#p as i64 as u64))
             })
             .collect();
-        let args = |g: &Self| -> Vec<TokenStream> {
+        let args = |g: &mut Self| -> Vec<TokenStream> {
             let strides = (0..shape.len()).map(|i| shape[i + 1..].iter().product::<usize>());
             let idx = strides.zip(&shape).map(|(s, n)| quote!(((__f / #s) % #n) as u64));
             let vals = values.iter().map(|v| {

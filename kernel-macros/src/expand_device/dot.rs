@@ -6,11 +6,11 @@
 use super::*;
 
 impl DevGen<'_> {
-    pub(super) fn gen_dot(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>) -> TokenStream {
+    pub(super) fn gen_dot(&mut self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>) -> TokenStream {
         if let Some(layout) = self.tiling(id) {
             return self.gen_dot_mma(id, a, b, acc, layout);
         }
-        let d = &self.d;
+        let d = &self.p.d;
         let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
         let (m, kk, n) = (sa[0], sa[1], sb[1]);
         let (ea, eb) = (self.elem(&self.k.exprs[a].ty), self.elem(&self.k.exprs[b].ty));
@@ -76,8 +76,8 @@ impl DevGen<'_> {
     /// Tensor-core `dot`: both operands are staged in shared memory (row-major, swizzled); each
     /// warp loads its fragments with `ldmatrix` and accumulates `tm x tn` tiles with
     /// `mma.sync.m16n8k16` in f32 registers (the `mma` layout).
-    pub(super) fn gen_dot_mma(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>, layout: Layout) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn gen_dot_mma(&mut self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>, layout: Layout) -> TokenStream {
+        let d = &self.p.d;
         let Layout::Mma { tm, tn, n, .. } = layout else { return quote!() };
         let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
         let (m, kk) = (sa[0], sa[1]);
@@ -149,7 +149,7 @@ impl DevGen<'_> {
     /// that makes the staging writes visible to the instruction before the barrier: `wgmma`
     /// tiles start on whole 1024-byte swizzle patterns and are read through the async proxy.
     pub(super) fn operand_staging(&self, layout: Layout) -> (usize, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let fence = matches!(layout, Layout::Mma { wg: true, .. }).then(|| quote!(#d::fence_proxy_async();));
         (plan::smem::staging_align(layout), quote!(#fence))
     }
@@ -192,7 +192,7 @@ impl DevGen<'_> {
     /// (`.trans` from a transposed staging), the B fragments of two adjacent 8-column tiles with
     /// one `ldmatrix.x4.trans` (plain from a transposed staging; `x2` for an odd last tile).
     pub(super) fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, (sa, sb): (TokenStream, TokenStream), staging: [Staging; 2]) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
         if wg {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, acc, (sa, sb), None, [Staging::Rows; 2]);
@@ -277,7 +277,7 @@ impl DevGen<'_> {
     /// the descriptors from `sa` and `sb`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, (sa, sb): (TokenStream, TokenStream), stage: Option<usize>, staging: [Staging; 2]) -> (TokenStream, TokenStream, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let Layout::Mma { wm, wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
         let np = tn * 8;
         let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
@@ -325,7 +325,7 @@ impl DevGen<'_> {
     /// the commit) and its finish (the wait, then the accumulator tiles of `layout` in `acc`
     /// tied after it).
     pub(super) fn wgmma_group(&self, layout: Layout, acc: &Ident, descs: TokenStream, calls: Vec<TokenStream>) -> (TokenStream, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let Layout::Mma { tm, tn, .. } = layout else { return (quote!(), quote!()) };
         let tie = format_ident!("wgmma_tie_n{}", tn * 8);
         let slots = tm * tn * 4;
@@ -354,8 +354,8 @@ impl DevGen<'_> {
     /// the 16-wide steps of K need (slots `4 t_n + {0, 1}` and `4 t_n + {2, 3}` of column tiles
     /// `t_n = 2 ks, 2 ks + 1`), so no value moves between threads. Returns the code filling the
     /// fragments (`[u32; 4 * tm * kk / 16]`, four per row tile and step) and their array.
-    pub(super) fn register_a(&self, a: ExprId, layout: Layout, kk: usize) -> Option<(TokenStream, Ident)> {
-        let d = &self.d;
+    pub(super) fn register_a(&mut self, a: ExprId, layout: Layout, kk: usize) -> Option<(TokenStream, Ident)> {
+        let d = &self.p.d;
         let Layout::Mma { wm, wn: 1, tm, wg: true, .. } = layout else { return None };
         let src = self.elementwise_mma_source(a, &self.shapes[a], &self.layouts)?;
         let Layout::Mma { wm: wm_a, wn: 1, tm: tm_a, tn: tn_a, n: n_a, wg: true } = src else { return None };
@@ -387,7 +387,7 @@ impl DevGen<'_> {
     /// [`Self::wgmma_compute`] with A in registers (`ar`, from [`Self::register_a`]) and B staged
     /// at shared address `sb` as `staging_b` says.
     pub(super) fn wgmma_compute_rs(&self, layout: Layout, kk: usize, acc: &Ident, sb: TokenStream, staging_b: Staging, ar: &Ident) -> (TokenStream, TokenStream, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
         let np = tn * 8;
         // f16 only: `register_a` packs the fragments with `cvt.rn.f16x2.f32`.
@@ -419,7 +419,7 @@ impl DevGen<'_> {
     /// and split, so that a store packing them again gets the word back unchanged. `None`
     /// otherwise, or when the value reads other threads' elements.
     pub(super) fn cast_pairs_f16(&self, id: &Ident, numel: usize, layout: Layout, ty: &Ty, value: ExprId) -> Option<TokenStream> {
-        let d = &self.d;
+        let d = &self.p.d;
         if !matches!(layout, Layout::Mma { .. }) || ty.elem != Elem::Val(DType::F16) {
             return None;
         }
@@ -441,7 +441,7 @@ impl DevGen<'_> {
     /// slot `j`, to be converted in pairs. `None` when `value` is no such cast or its f32 values
     /// read other threads' elements.
     pub(super) fn cast_slot_fn(&self, value: ExprId, numel: usize, layout: Layout) -> Option<TokenStream> {
-        let d = &self.d;
+        let d = &self.p.d;
         let x = self.cast_from_f32(value)?;
         let scope = self.enter_iteration(numel, layout);
         let xv = self.ev(x, &At::Own);

@@ -81,7 +81,7 @@ fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, pl
         if target == Target::Sm90a && !p.uses_wgmma() {
             break;
         }
-        let g = DevGen::new(&p);
+        let mut g = DevGen::new(&p);
         let body = g.body(&k.body);
         let smem = g.smem_max.get();
         drop(g);

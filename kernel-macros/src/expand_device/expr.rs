@@ -5,9 +5,9 @@
 use super::*;
 
 impl DevGen<'_> {
-    pub(super) fn fresh(&self, base: &str) -> Ident {
-        let n = self.counter.get();
-        self.counter.set(n + 1);
+    pub(super) fn fresh(&mut self, base: &str) -> Ident {
+        let n = self.counter;
+        self.counter += 1;
         format_ident!("__{}{}", base, n)
     }
 
@@ -44,7 +44,7 @@ impl DevGen<'_> {
     /// `unroll` calls with each constant (straight-line code after inlining, so arrays indexed
     /// by `var` stay in registers).
     pub(super) fn unrolled(&self, n: usize, var: TokenStream, body: TokenStream) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         quote!(#d::unroll::<#n, _>(#[inline(always)] |#var: usize| { #body });)
     }
 
@@ -170,7 +170,7 @@ impl DevGen<'_> {
             }
         };
         let e = &m.elem;
-        let d = &self.d;
+        let d = &self.p.d;
         quote!(#d::load((__smem.add(#off) as *mut #e).add(#idx)))
     }
 
@@ -197,7 +197,7 @@ impl DevGen<'_> {
         }
         let k = self.k;
         let e = &k.exprs[id];
-        let d = &self.d;
+        let d = &self.p.d;
         let t = self.elem(&e.ty);
         match &e.kind {
             ExprKind::Param(i) => {
@@ -338,7 +338,7 @@ impl DevGen<'_> {
 
     /// A literal of type `ty`.
     fn lit_code(&self, l: &Lit, ty: &Ty) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let t = self.elem(ty);
         match (l, ty.dtype()) {
             (Lit::Bool(b), _) => quote!(#b),
@@ -386,7 +386,7 @@ impl DevGen<'_> {
     /// Local `l` as expression `id` reads it at `at`.
     fn local_code(&self, id: ExprId, l: LocalId, at: &At) -> TokenStream {
         let k = self.k;
-        let (e, d) = (&k.exprs[id], &self.d);
+        let (e, d) = (&k.exprs[id], &self.p.d);
         let t = self.elem(&e.ty);
         let ident = crate::expand_cpu::local_ident(k, l);
         match &self.kinds[l] {
@@ -411,7 +411,7 @@ impl DevGen<'_> {
     /// else `other` (a chunk read ahead whole is indexed instead).
     fn load_code(&self, id: ExprId, (ptr, mask, other): (ExprId, Option<ExprId>, Option<ExprId>), at: &At) -> TokenStream {
         let k = self.k;
-        let (e, d) = (&k.exprs[id], &self.d);
+        let (e, d) = (&k.exprs[id], &self.p.d);
         let t = self.elem(&e.ty);
         let other = || match other {
             Some(o) => self.operand(id, o, at),
@@ -441,7 +441,7 @@ impl DevGen<'_> {
     /// Atomic `id` at `at` (the whole value of its own `let`: evaluated once per element).
     fn atomic_code(&self, id: ExprId, op: AtomicOp, (ptr, val, cmp, mask): (ExprId, ExprId, Option<ExprId>, Option<ExprId>), (sem, scope): (Sem, Scope), at: &At) -> TokenStream {
         let k = self.k;
-        let (e, d) = (&k.exprs[id], &self.d);
+        let (e, d) = (&k.exprs[id], &self.p.d);
         let t = self.elem(&e.ty);
         // Evaluated once per element: it is the whole value of its own `let`.
         let p = self.operand(id, ptr, at);
@@ -467,7 +467,7 @@ impl DevGen<'_> {
     /// `program_id(axis)` (an `i32`). In an entry that may split its K loop, the program along
     /// x is the block's (`split.rs`), not the block index.
     pub(super) fn program_id_code(&self, axis: u8) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         if axis == 0 && self.split.is_some() {
             return quote!((__sk.pid as i32));
         }

@@ -231,7 +231,7 @@ struct DevGen<'a> {
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
     iter_layout: Cell<Layout>,
-    counter: Cell<usize>,
+    counter: usize,
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
@@ -290,7 +290,7 @@ impl<'a> DevGen<'a> {
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
             iter_layout: Cell::new(Layout::Cyclic),
-            counter: Cell::new(0),
+            counter: 0,
             prefetched: RefCell::new(HashMap::new()),
             loop_tests: RefCell::new(Vec::new()),
         }

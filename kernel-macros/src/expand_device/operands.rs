@@ -66,8 +66,8 @@ impl DevGen<'_> {
     /// Operand `x` (`[rows, inner]`) of a `dot` in `layout`, for the statement being generated:
     /// the shared-memory offset of its tile (a `usize` expression), the code that makes it
     /// ready there (to be followed by the staging fence and a barrier), and its staging.
-    pub(super) fn operand_source(&self, x: ExprId, layout: Layout, (rows, inner): (usize, usize), align: usize) -> (TokenStream, TokenStream, Staging) {
-        let d = &self.d;
+    pub(super) fn operand_source(&mut self, x: ExprId, layout: Layout, (rows, inner): (usize, usize), align: usize) -> (TokenStream, TokenStream, Staging) {
+        let d = &self.p.d;
         if let Some(off) = self.resident.borrow().get(&x) {
             return (quote!(#off), quote!(), Staging::Rows);
         }
@@ -85,7 +85,7 @@ impl DevGen<'_> {
 
     /// Code copying operand `x` into `tile` at shared offset `off` (a `usize` expression) as
     /// `staging` says; its `cp.async` copies are left in flight.
-    pub(super) fn stage_operand(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream) -> TokenStream {
+    pub(super) fn stage_operand(&mut self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream) -> TokenStream {
         self.stage_operand_in(x, tile, staging, off, false)
     }
 
@@ -93,7 +93,7 @@ impl DevGen<'_> {
     /// address arithmetic is hoisted out of a loop into registers (the `cp.async` version of a
     /// loop whose copies ahead have a tensor-map version: the registers it would keep count
     /// for the whole entry).
-    fn stage_operand_in(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream, cold: bool) -> TokenStream {
+    fn stage_operand_in(&mut self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream, cold: bool) -> TokenStream {
         match staging {
             Staging::Rows => self.stage_rows(x, tile, off, cold),
             Staging::Cols => self.stage_cols(x, tile, off, cold),
@@ -113,7 +113,7 @@ impl DevGen<'_> {
         if per_thread > 32 {
             return None;
         }
-        let d = &self.d;
+        let d = &self.p.d;
         let (threads, e) = (self.threads, self.elem(&self.k.exprs[x].ty));
         const GROUP: usize = 8;
         // The loads unrolled in groups of 8 chunks (the words stay in registers, the flags in
@@ -161,7 +161,7 @@ impl DevGen<'_> {
 
     /// The element type operand `x` is staged as, and `v` (a value of `x`) converted to it.
     fn staged_value(&self, x: ExprId, v: TokenStream) -> (TokenStream, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let e = self.elem(&self.k.exprs[x].ty);
         if self.is_widened(x) {
             (quote!(#d::F16), quote!(<#d::F16 as #d::Elem>::from_f32(<#e as #d::Elem>::to_f32(#v))))
@@ -180,8 +180,8 @@ impl DevGen<'_> {
     /// Stages in shared memory, before the loop over `var`, the `dot` operands its plan keeps
     /// resident (`Schedule::AsWritten`), and reserves their tiles below `floor` for the loop's
     /// statements (the caller restores `floor` after the body). The code ends with a barrier.
-    pub(super) fn stage_resident(&self, var: LocalId) -> TokenStream {
-        let Schedule::AsWritten { resident, .. } = self.schedule(var) else { return quote!() };
+    pub(super) fn stage_resident(&mut self, var: LocalId) -> TokenStream {
+        let Schedule::AsWritten { resident, .. } = self.p.schedule(var) else { return quote!() };
         let mut plans = Vec::new();
         for op in resident {
             let (align, size) = op.tile_bytes();
@@ -194,7 +194,7 @@ impl DevGen<'_> {
             return quote!();
         }
         self.floor.set(self.cursor.get());
-        let d = &self.d;
+        let d = &self.p.d;
         let code = plans.iter().map(|(x, (tile, staging), off, fence)| {
             let stage = self.stage_operand(*x, *tile, *staging, &quote!(#off));
             quote!(#stage #d::cp_async_wait_all(); #fence)
@@ -209,9 +209,9 @@ impl DevGen<'_> {
     /// `j` reads buffer `j % (depth + 1)`; the copies at the top of iteration `j` fill buffer
     /// `(j + depth) % (depth + 1)`, the one iteration `j - 1` read (whose readers the barriers
     /// of that iteration's statements wait for).
-    pub(super) fn copy_ahead(&self, var: LocalId, t: &TokenStream) -> Option<AheadCode> {
+    pub(super) fn copy_ahead(&mut self, var: LocalId, t: &TokenStream) -> Option<AheadCode> {
         let k = self.k;
-        let Schedule::AsWritten { ahead, depth, tma, .. } = self.schedule(var) else { return None };
+        let Schedule::AsWritten { ahead, depth, tma, .. } = self.p.schedule(var) else { return None };
         if ahead.is_empty() {
             return None;
         }
@@ -238,11 +238,11 @@ impl DevGen<'_> {
             self.ahead.borrow_mut().insert(o.x, Ahead { first: o.first, delta: o.delta, depth, staging: o.staging, buf: buf.clone(), tma: wait });
         }
         self.floor.set(self.cursor.get());
-        let d = &self.d;
+        let d = &self.p.d;
         let id = crate::expand_cpu::local_ident(k, var);
         let cold = tma.is_some();
         // The copies of the iteration whose variable is `value` into buffer `b` (a `u32`).
-        let copies = |value: TokenStream, b: TokenStream| {
+        let mut copies = |value: TokenStream, b: TokenStream| {
             let code = ops.iter().map(|(o, tile)| {
                 let (first, delta) = (o.first, o.delta);
                 self.stage_operand_in(o.x, *tile, o.staging, &quote!((#first + ((#b) as usize) * #delta)), cold)
@@ -298,7 +298,7 @@ impl DevGen<'_> {
     /// This thread's chunk `__jc` of a staged operand: `__jc * threads + tid`, opaque when `cold`
     /// (see [`Self::stage_operand_in`]).
     fn chunk_index(&self, threads: usize, cold: bool) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         if cold { quote!(#d::opaque_usize(__jc * #threads + __tid)) } else { quote!(__jc * #threads + __tid) }
     }
 
@@ -308,13 +308,13 @@ impl DevGen<'_> {
     /// contiguous, unmasked and at least 4-byte aligned (checked at run time), `cp.async` in
     /// one 16-byte copy or in 8- or 4-byte pieces, as the address allows (for a widened
     /// operand, see [`DevGen::widened_chunks`]); otherwise element by element.
-    pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn stage_rows(&mut self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
+        let d = &self.p.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
         let e = self.staged_value(x, quote!()).0;
         // Iterated in the layout the operand's values are in (an `mma` result's own elements
         // go straight to their place in the tile).
-        let general = |g: &Self| {
+        let general = |g: &mut Self| {
             g.phase_in(numel, g.reduce_layout(x), |g| {
                 let v = g.staged_value(x, g.ev(x, &At::Own)).1;
                 let idx = tile.index(quote!(__f));
@@ -393,11 +393,11 @@ impl DevGen<'_> {
     /// aligned, unmasked and inside the buffer, `cp.async` (16 bytes, or pieces of 8 or 4);
     /// otherwise element by element.
     /// Other operands are copied element by element into the transposed tile.
-    fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
-        let d = &self.d;
+    fn stage_cols(&mut self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
+        let d = &self.p.d;
         let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
         let e = self.staged_value(x, quote!()).0;
-        let general = |g: &Self| {
+        let general = |g: &mut Self| {
             g.phase(rows * inner, |g| {
                 let v = g.staged_value(x, g.ev(x, &At::Own)).1;
                 let idx = tile.index(quote!(((__f % #inner) * #rows + __f / #inner)));

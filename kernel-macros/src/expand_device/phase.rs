@@ -6,14 +6,14 @@ use super::*;
 
 impl DevGen<'_> {
     /// A loop over the owned elements of a block of `numel` elements in the cyclic layout.
-    pub(super) fn phase(&self, numel: usize, body: impl FnOnce(&Self) -> TokenStream) -> TokenStream {
+    pub(super) fn phase(&mut self, numel: usize, body: impl FnOnce(&mut Self) -> TokenStream) -> TokenStream {
         self.phase_in(numel, Layout::Cyclic, body)
     }
 
     /// Code running `body` for each element this thread owns in `layout`; `body` is generated
     /// once with that iteration context (`__j` = register slot, `__f` = flat index). Values
     /// it reads at other threads' coordinates are staged in shared memory first.
-    pub(super) fn phase_in(&self, numel: usize, layout: Layout, body: impl FnOnce(&Self) -> TokenStream) -> TokenStream {
+    pub(super) fn phase_in(&mut self, numel: usize, layout: Layout, body: impl FnOnce(&mut Self) -> TokenStream) -> TokenStream {
         let scope = self.enter_iteration(numel, layout);
         let b = body(self);
         let staged = self.leave_iteration(scope);
@@ -46,7 +46,7 @@ impl DevGen<'_> {
         if staged.is_empty() {
             return (quote!(), quote!());
         }
-        let d = &self.d;
+        let d = &self.p.d;
         let stage_code = staged.iter().map(|(m, off)| {
             let (id, e) = (&m.ident, &m.elem);
             let st = quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]););
@@ -90,7 +90,7 @@ impl DevGen<'_> {
     }
 
     /// Computes every `dot` and reduction inside `root` (innermost first) into temporaries.
-    pub(super) fn hoist(&self, root: ExprId, out: &mut TokenStream) {
+    pub(super) fn hoist(&mut self, root: ExprId, out: &mut TokenStream) {
         let k = self.k;
         for c in k.exprs[root].kind.operands() {
             self.hoist(c, out);

@@ -131,7 +131,7 @@ impl DevGen<'_> {
     /// (wrapping, as addresses do), which is exactly where the kernel's pointer arithmetic puts
     /// the element. For one block, its value widened.
     fn offsets_at(&self, ptr: ExprId, sum: &PtrSum, at: &At) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let parts = sum.offs.iter().map(|&o| {
             let (t, v) = (self.elem(&self.k.exprs[o].ty), self.operand(ptr, o, at));
             quote!(#d::cast::<#t, i64>(#v))
@@ -142,8 +142,8 @@ impl DevGen<'_> {
     /// The pipelined code of a `for` loop, or `None` when the plan runs the loop as written.
     /// `rest`: the code after the loop, for the cold fallback to run itself (the body's last
     /// top-level loop, see `DevicePlan::tail_loop`).
-    pub(super) fn try_pipelined(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), rest: Option<&TokenStream>) -> Option<TokenStream> {
-        match self.schedule(var) {
+    pub(super) fn try_pipelined(&mut self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), rest: Option<&TokenStream>) -> Option<TokenStream> {
+        match self.p.schedule(var) {
             Schedule::Pipelined(plan) => Some(self.gen_pipelined(var, (start, end, step), plan, rest)),
             Schedule::AsWritten { .. } => None,
         }
@@ -157,9 +157,9 @@ impl DevGen<'_> {
     /// a chunk, and each thread widens its own chunks of the iteration's buffer into an f16 tile
     /// before the iteration's barrier (two f16 tiles, by the iteration's parity); no tensor
     /// maps for them.
-    fn gen_pipelined(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), plan: &PipePlan, rest: Option<&TokenStream>) -> TokenStream {
+    fn gen_pipelined(&mut self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), plan: &PipePlan, rest: Option<&TokenStream>) -> TokenStream {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         let Layout::Mma { wg, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
         let smem = self.pipe_smem(plan);
         let (stages, widen, fence) = (smem.stages, smem.tiles.widen, smem.fence.clone());
@@ -217,7 +217,7 @@ impl DevGen<'_> {
 
     /// The code of the operands of the pipelined loop `cx`, operand by operand (see
     /// [`PipeOperands`]).
-    fn pipe_operands(&self, cx: &PipeCx<'_>) -> PipeOperands {
+    fn pipe_operands(&mut self, cx: &PipeCx<'_>) -> PipeOperands {
         let plan = cx.plan;
         let mut ops = PipeOperands { all_proven: true, ..PipeOperands::default() };
         let mut rows_before = 0usize;
@@ -247,7 +247,7 @@ impl DevGen<'_> {
     /// after them, so the tensor cores work while the threads issue the copies. Its operand
     /// descriptors are built once, for buffer 0 (`desc_setup`, before the loop).
     fn pipe_product(&self, cx: &PipeCx<'_>, acc: &Ident) -> PipeProduct {
-        let d = &self.d;
+        let d = &self.p.d;
         let plan = cx.plan;
         let PipeSmem { tiles: PipeTiles { widen, f16_a, f16_pair, tile_a, stage_bytes }, f16_off, base_off, .. } = cx.smem;
         let (c_base, c_stride, c_a) = if widen { (f16_off, f16_pair, f16_a) } else { (base_off, stage_bytes, tile_a) };
@@ -270,7 +270,7 @@ impl DevGen<'_> {
     /// else the checked loop alone; with transposable operands (flags `cols`), the same again
     /// for the staging as written (`as_written`), run when no operand is transposed.
     fn cp_async_body(&self, lc: &LoopCode, as_written: Option<&LoopCode>, cols: &[Ident], proven: bool) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let flag = proven.then(|| self.alloc(16));
         let versions = |lc: &LoopCode| match flag {
             Some(flag) => {
@@ -298,7 +298,7 @@ impl DevGen<'_> {
     /// Before the loop: the step per iteration of each affine pointer local that the loop
     /// `plan` steps (`__st<l>`, in elements, negated where it is subtracted).
     fn step_defs(&self, plan: &PipePlan) -> Vec<TokenStream> {
-        let (k, d) = (self.k, &self.d);
+        let (k, d) = (self.k, &self.p.d);
         plan.steps
             .iter()
             .map(|(l, st, sub)| {
@@ -331,7 +331,7 @@ impl DevGen<'_> {
     /// their fragment addresses in the iteration from an opaque lane index, so that the loop
     /// keeps only the hoisted addresses of the stagings as written in registers.
     fn mma_versions(&self, plan: &PipePlan, acc: &Ident, (sa, sb): (TokenStream, TokenStream)) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let version = |st: [Staging; 2]| {
             let body = self.mma_compute(plan.a, plan.layout, plan.kk, acc, (sa.clone(), sb.clone()), st);
             if st == [Staging::Rows; 2] {
@@ -358,7 +358,7 @@ impl DevGen<'_> {
     /// first `S - 1` iterations (`S - 2` when a `wgmma` group stays in flight) before the loop,
     /// then per iteration: wait for its copies, a barrier, the product, the next copies.
     fn cp_async_loop(&self, lc: &LoopCode, ops: &[TokenStream]) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let (stages, wg, fence, compute, finish) = (lc.stages, lc.wg, &lc.fence, &lc.compute, &lc.finish);
         let (var_id, var_t) = (&lc.var_id, &lc.var_t);
         let s_i = stages as i64;
@@ -465,7 +465,7 @@ impl DevGen<'_> {
     /// The proven and the checked `cp.async` versions of the loop, chosen by the bounds vote
     /// (word 0 of `flag`, set to 1 and past a barrier; `__w` its address).
     fn cp_async_versions(&self, lc: &LoopCode, flag: usize) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let proofs = &lc.proofs;
         let (fast, checked) = (self.cp_async_loop(lc, &lc.fast_ops), self.cp_async_loop(lc, &lc.issue_ops));
         quote! {
@@ -496,7 +496,7 @@ impl DevGen<'_> {
         (acc, sa_wg, sb_wg): (&Ident, &TokenStream, &TokenStream),
         (step_final, split_after, rest): (&[TokenStream], Option<&TokenStream>, Option<&TokenStream>),
     ) -> (TokenStream, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let threads = self.threads;
         let (plan, stages, kk, stage_bytes) = (cx.plan, lc.stages, cx.plan.kk, cx.smem.tiles.stage_bytes);
         let (compute, finish, var_id, var_t) = (&lc.compute, &lc.finish, &lc.var_id, &lc.var_t);
@@ -655,7 +655,7 @@ impl DevGen<'_> {
     /// Returns the copies of the first stages (thread 0 issues them, before the vote: see the
     /// caller), the loop, and how many stages the first copies fill.
     fn tma_loop(&self, ops: &[TmaOp], (stages, readers): (usize, bool), bars: usize, tx: u32, (compute, finish): (&TokenStream, &TokenStream), (var_id, var_t): (&Ident, &TokenStream)) -> (TokenStream, TokenStream, i64) {
-        let d = &self.d;
+        let d = &self.p.d;
         let s_i = stages as i64;
         let overlap = stages >= 3;
         let ahead = if readers { s_i } else if overlap { s_i - 2 } else { s_i - 1 };

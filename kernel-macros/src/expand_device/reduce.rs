@@ -42,8 +42,8 @@ impl DevGen<'_> {
         }
     }
 
-    pub(super) fn gen_reduce(&self, id: ExprId, op: ReduceOp, x: ExprId, axis: usize) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn gen_reduce(&mut self, id: ExprId, op: ReduceOp, x: ExprId, axis: usize) -> TokenStream {
+        let d = &self.p.d;
         let sx = self.shapes[x].clone();
         let ex = self.elem(&self.k.exprs[x].ty);
         let t = self.elem(&self.k.exprs[id].ty);
@@ -83,8 +83,8 @@ impl DevGen<'_> {
     /// With a result layout `rows` (see `reduce_result_layout`), the result stays in the
     /// threads' registers: the partials themselves when no warps combine, else each thread
     /// combines its rows' warp partials once.
-    fn reduce_in_registers(&self, id: ExprId, x: ExprId, (layout, rows): (Layout, Option<Layout>), plan: &RegReduce, acc: &Accumulator, combine: impl Fn(TokenStream, TokenStream) -> TokenStream) -> TokenStream {
-        let d = &self.d;
+    fn reduce_in_registers(&mut self, id: ExprId, x: ExprId, (layout, rows): (Layout, Option<Layout>), plan: &RegReduce, acc: &Accumulator, combine: impl Fn(TokenStream, TokenStream) -> TokenStream) -> TokenStream {
+        let d = &self.p.d;
         let Accumulator { t: acc_t, size, to, from, identity } = acc;
         let nx = self.numel(x);
         let (np, nw) = (plan.partials(), plan.warps());
@@ -186,7 +186,7 @@ impl DevGen<'_> {
 
     /// The result `id` of a reduction in row layout `rows`: after `code`, slot `i` of the result
     /// is `partial(i)` (an accumulator value, converted by `from`).
-    fn rows_result(&self, id: ExprId, rows: Layout, code: TokenStream, from: &TokenStream, partial: impl Fn(usize) -> TokenStream) -> TokenStream {
+    fn rows_result(&mut self, id: ExprId, rows: Layout, code: TokenStream, from: &TokenStream, partial: impl Fn(usize) -> TokenStream) -> TokenStream {
         let t = self.elem(&self.k.exprs[id].ty);
         let nout: usize = self.shapes[id].iter().product();
         let np = self.slots(nout, rows);
@@ -207,8 +207,8 @@ impl DevGen<'_> {
     /// A reduction through shared memory: the block is staged, then each warp reduces outputs
     /// `warp, warp + W, ...` (its lanes stride the reduced axis, then a butterfly of
     /// `shfl.sync.bfly` combines the 32 partial results).
-    fn reduce_in_smem(&self, id: ExprId, x: ExprId, axis: usize, acc: &Accumulator, combine: impl Fn(TokenStream, TokenStream) -> TokenStream) -> TokenStream {
-        let d = &self.d;
+    fn reduce_in_smem(&mut self, id: ExprId, x: ExprId, axis: usize, acc: &Accumulator, combine: impl Fn(TokenStream, TokenStream) -> TokenStream) -> TokenStream {
+        let d = &self.p.d;
         let Accumulator { t: acc_t, size, to, from, identity } = acc;
         let sx = self.shapes[x].clone();
         let ex = self.elem(&self.k.exprs[x].ty);

@@ -7,8 +7,8 @@ impl DevGen<'_> {
     /// The value `id` computed into shared memory by `code` (which ends past a barrier), read
     /// into a cyclic temporary: element `f` is `value_at(f)`; a scalar result is uniform, and
     /// every thread reads element 0.
-    pub(super) fn smem_result(&self, id: ExprId, prefix: &str, code: TokenStream, value_at: impl Fn(TokenStream) -> TokenStream) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn smem_result(&mut self, id: ExprId, prefix: &str, code: TokenStream, value_at: impl Fn(TokenStream) -> TokenStream) -> TokenStream {
+        let d = &self.p.d;
         let t = self.elem(&self.k.exprs[id].ty);
         let out = self.fresh(prefix);
         if self.shapes[id].is_empty() {
@@ -34,17 +34,17 @@ impl DevGen<'_> {
     }
 
     /// An inclusive scan along `axis`, gathered into a cyclic temporary (see [`Self::scan_code`]).
-    pub(super) fn gen_scan(&self, id: ExprId, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn gen_scan(&mut self, id: ExprId, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> TokenStream {
+        let d = &self.p.d;
         let (code, off, acc_t, from_acc) = self.scan_code(op, x, axis, reverse);
         self.smem_result(id, "scan", code, |f| quote!(#from_acc(#d::load((__smem.add(#off) as *mut #acc_t).add(#f)))))
     }
 
     /// `reduce(x, axis, combine)`: the forward scan with the combine function, whose last
     /// element of each line is the line's result.
-    pub(super) fn gen_reduce_with(&self, id: ExprId, x: ExprId, axis: usize, c: Combine) -> TokenStream {
-        let d = &self.d;
-        let sx = &self.shapes[x];
+    pub(super) fn gen_reduce_with(&mut self, id: ExprId, x: ExprId, axis: usize, c: Combine) -> TokenStream {
+        let d = &self.p.d;
+        let sx = &self.p.shapes[x];
         let (code, off, acc_t, _) = self.scan_code(ScanOp::Combine(c), x, axis, false);
         let (r, inner) = (sx[axis], sx[axis + 1..].iter().product::<usize>());
         self.smem_result(id, "red", code, |f| {
@@ -58,8 +58,8 @@ impl DevGen<'_> {
     /// dtype itself for combine functions); each warp scans lines `warp, warp + W, ...`: every
     /// lane folds a contiguous run of the line, the runs' totals of the lanes before it give its
     /// prefix, and it rescans its run from there. No identity element is needed.
-    pub(super) fn scan_code(&self, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> (TokenStream, usize, TokenStream, TokenStream) {
-        let d = &self.d;
+    pub(super) fn scan_code(&mut self, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> (TokenStream, usize, TokenStream, TokenStream) {
+        let d = &self.p.d;
         let sx = self.shapes[x].clone();
         let xt = &self.k.exprs[x].ty;
         let ex = self.elem(xt);

@@ -15,7 +15,7 @@ impl DevGen<'_> {
     /// Steps the affine locals of the loop that `only` lists `times` iterations (an `i64`
     /// expression) at once.
     fn split_advance(&self, sl: &SplitLoop, only: &[LocalId], times: TokenStream) -> TokenStream {
-        let (k, d) = (self.k, &self.d);
+        let (k, d) = (self.k, &self.p.d);
         let code = sl.steps.iter().filter(|s| only.contains(&s.0)).map(|(l, st, sub)| {
             let off = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
             let off_t = match k.locals[*l].ty.elem {
@@ -34,7 +34,7 @@ impl DevGen<'_> {
     /// locals move to the part's first iteration. Returns that code and the code after the
     /// loop that moves them on to where the whole loop leaves them.
     pub(super) fn split_range_code(&self, sl: &SplitLoop, var_t: &TokenStream) -> (TokenStream, TokenStream) {
-        let d = &self.d;
+        let d = &self.p.d;
         let all: Vec<LocalId> = sl.steps.iter().map(|s| s.0).collect();
         let before = self.split_advance(sl, &all, quote!(__sk_it0));
         let after = self.split_advance(sl, &sl.read_after, quote!(__sk_n - __sk_it0 - __n));
@@ -57,7 +57,7 @@ impl DevGen<'_> {
     /// part, which sums every part's partial (in part order, from the workspace) into the
     /// accumulator and goes on with the program.
     pub(super) fn split_reduce_code(&self, sl: &SplitLoop) -> TokenStream {
-        let (k, d) = (self.k, &self.d);
+        let (k, d) = (self.k, &self.p.d);
         let acc = crate::expand_cpu::local_ident(k, sl.acc);
         let floats = self.split_floats(sl);
         let threads = self.threads;

@@ -21,7 +21,7 @@ impl DevGen<'_> {
         }
     }
 
-    pub(super) fn stmts(&self, stmts: &[Stmt]) -> TokenStream {
+    pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> TokenStream {
         let mut out = TokenStream::new();
         for s in stmts {
             self.gen_stmt(s, &mut out);
@@ -31,7 +31,7 @@ impl DevGen<'_> {
 
     /// The kernel's body: as `stmts`, the last top-level loop also getting the code after it
     /// for its fallback.
-    pub(super) fn body(&self, stmts: &[Stmt]) -> TokenStream {
+    pub(super) fn body(&mut self, stmts: &[Stmt]) -> TokenStream {
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
             // The loop the plan names gets the code after it, for its fallback.
@@ -46,18 +46,18 @@ impl DevGen<'_> {
 
     /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop, as
     /// `body` generates it there (the plan's barriers around its stores are those of that place).
-    pub(super) fn after_loop(&self, stmts: &[Stmt]) -> TokenStream {
+    pub(super) fn after_loop(&mut self, stmts: &[Stmt]) -> TokenStream {
         self.stmts(stmts)
     }
 
     /// One statement (its hoisted `dot`s and reductions first).
-    pub(super) fn gen_stmt(&self, s: &Stmt, out: &mut TokenStream) {
+    pub(super) fn gen_stmt(&mut self, s: &Stmt, out: &mut TokenStream) {
         self.gen_stmt_then(s, out, None);
     }
 
     /// [`Self::gen_stmt`]; a software-pipelined loop's cold fallback runs `rest`, the code
     /// after it, itself (see `body`).
-    fn gen_stmt_then(&self, s: &Stmt, out: &mut TokenStream, rest: Option<&TokenStream>) {
+    fn gen_stmt_then(&mut self, s: &Stmt, out: &mut TokenStream, rest: Option<&TokenStream>) {
         self.cursor.set(self.floor.get());
         self.temps.borrow_mut().clear();
         for r in Self::stmt_roots(s) {
@@ -69,7 +69,7 @@ impl DevGen<'_> {
         });
     }
 
-    pub(super) fn stmt(&self, s: &Stmt) -> TokenStream {
+    pub(super) fn stmt(&mut self, s: &Stmt) -> TokenStream {
         match s {
             Stmt::Let { local, value } | Stmt::Assign { local, value } => self.assign_stmt(*local, *value, matches!(s, Stmt::Let { .. })),
             Stmt::Store { ptr, value, mask, span } => self.store_stmt(s, (*ptr, *value, *mask), span.start),
@@ -89,16 +89,16 @@ impl DevGen<'_> {
             Stmt::Assert { cond, operands, span, hint, .. } => self.gen_assert(*cond, operands, *span, hint.is_some()),
             Stmt::Print { prefix, values, .. } => self.gen_print(prefix, values),
             Stmt::Barrier => {
-                let d = &self.d;
+                let d = &self.p.d;
                 quote!(#d::bar_sync();)
             }
         }
     }
 
     /// A `let` (`is_let`) or an assignment of `value` to `local`, by the local's kind.
-    fn assign_stmt(&self, local: LocalId, value: ExprId, is_let: bool) -> TokenStream {
+    fn assign_stmt(&mut self, local: LocalId, value: ExprId, is_let: bool) -> TokenStream {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         let id = crate::expand_cpu::local_ident(k, local);
         let lty = &k.locals[local].ty;
         let t = self.elem(lty);
@@ -157,7 +157,7 @@ impl DevGen<'_> {
                 } else {
                     quote!()
                 };
-                let elem = |g: &Self| {
+                let elem = |g: &mut Self| {
                     let v = g.ev(value, &At::Own);
                     quote!(#id[__j] = #v;)
                 };
@@ -176,9 +176,9 @@ impl DevGen<'_> {
 
     /// A store statement `s` of `value` through `ptr` where `mask` holds (`span`: where it is
     /// written, for fault reports).
-    fn store_stmt(&self, s: &Stmt, (ptr, value, mask): (ExprId, ExprId, Option<ExprId>), span: proc_macro2::Span) -> TokenStream {
+    fn store_stmt(&mut self, s: &Stmt, (ptr, value, mask): (ExprId, ExprId, Option<ExprId>), span: proc_macro2::Span) -> TokenStream {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         // A program's threads run independently, so a store could overtake another
         // thread's earlier load of the same address (or a later load could miss it).
         // Barriers around stores keep the program order whenever the kernel loads, except
@@ -233,9 +233,9 @@ impl DevGen<'_> {
 
     /// A `for` loop over `var` from `start` to `end` by `step`: software-pipelined, split, or as
     /// written with its resident operands and copies ahead.
-    fn for_stmt(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), body: &[Stmt], rest: Option<&TokenStream>) -> TokenStream {
+    fn for_stmt(&mut self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), body: &[Stmt], rest: Option<&TokenStream>) -> TokenStream {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         let reduce = self.split_of(var).map(|sl| self.split_reduce_code(sl));
         if let Some(code) = self.try_pipelined(var, (start, end, step), rest) {
             return quote!(#code #reduce);

@@ -145,16 +145,16 @@ fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
 
 /// The chunk analysis of every masked load of the first instance of `src`, in program order.
 /// `f(generator, load, mask)` for each masked load of `src`'s first instance (sm_80 plan).
-fn masked_loads<T>(src: &str, f: impl Fn(&DevGen, ExprId, ExprId) -> T) -> Vec<T> {
+fn masked_loads<T>(src: &str, f: impl Fn(&mut DevGen, ExprId, ExprId) -> T) -> Vec<T> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
-    let g = DevGen::new(&p);
+    let mut g = DevGen::new(&p);
     k.exprs
         .iter()
         .enumerate()
         .filter_map(|(id, e)| match e.kind {
-            ExprKind::Load { mask: Some(m), .. } => Some(f(&g, id, m)),
+            ExprKind::Load { mask: Some(m), .. } => Some(f(&mut g, id, m)),
             _ => None,
         })
         .collect()

@@ -37,7 +37,7 @@ pub(super) struct PhaseOut<'a, 'k> {
     /// A store's element code for the split phase's checked copy: it writes each element as it
     /// is computed (checked), instead of gathering the chunk in arrays that the copy's loop,
     /// indexing them with its counter, would keep in local memory.
-    store_elem: Option<&'a dyn Fn(&DevGen<'k>) -> TokenStream>,
+    store_elem: Option<&'a dyn Fn(&mut DevGen<'k>) -> TokenStream>,
 }
 
 impl<'k> DevGen<'k> {
@@ -81,7 +81,7 @@ impl<'k> DevGen<'k> {
     /// A phase over a cyclic block of `numel` elements (`vec_width > 1`) whose element code
     /// `body` reads the loads below `roots` from chunk registers and writes the per-thread array
     /// `dest` (if any). `decls` open each chunk, `after` closes it (a vectorized store).
-    pub(super) fn phase_chunks(&self, numel: usize, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, dest: Option<Ident>) -> TokenStream {
+    pub(super) fn phase_chunks(&mut self, numel: usize, roots: &[ExprId], body: impl Fn(&mut Self) -> TokenStream, decls: TokenStream, after: TokenStream, dest: Option<Ident>) -> TokenStream {
         self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false, Some(PhaseOut { dest, store_test: None, store_after: None, store_after_clean: None, store_elem: None }))
     }
 
@@ -90,7 +90,7 @@ impl<'k> DevGen<'k> {
     /// (cyclic layout only): what the phase writes, for [`Self::split_phase`]; `None` keeps
     /// every test in the chunk code.
     #[allow(clippy::too_many_arguments)]
-    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool, out: Option<PhaseOut<'_, 'k>>) -> TokenStream {
+    fn phase_chunks_in(&mut self, numel: usize, layout: Layout, roots: &[ExprId], body: impl Fn(&mut Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool, out: Option<PhaseOut<'_, 'k>>) -> TokenStream {
         let v = self.chunk_len(numel, layout);
         let mut loads = Vec::new();
         for r in roots {
@@ -111,13 +111,13 @@ impl<'k> DevGen<'k> {
         // writes each element as it is computed).
         let saved_pre = self.prefetched.replace(HashMap::new());
         let store_elem = out.as_ref().and_then(|o| o.store_elem);
-        let split = split.map(|test| (test, store_elem.map_or_else(|| body(self), |f| f(self))));
+        let split = split.map(|test| (test, if let Some(f) = store_elem { f(self) } else { body(self) }));
         self.prefetched.replace(saved_pre);
         let staged = self.leave_iteration(scope);
         let (pre, post) = self.staging(&staged);
         let threads = self.threads;
         if let Layout::Mma { .. } = layout {
-            let d = &self.d;
+            let d = &self.p.d;
             if rolled {
                 let pairs = self.slots(numel, layout) / 2;
                 let f = Self::mma_flat_at(layout, &quote!(__j));
@@ -175,7 +175,7 @@ impl<'k> DevGen<'k> {
 
     /// The chunk reads of a phase's `loads` (`split`: in a split phase's fast copy; `clean`: in
     /// its clean copy) and its element code `body`, which reads them from the chunk registers.
-    fn chunk_reads(&self, loads: &[ExprId], v: usize, body: &dyn Fn(&Self) -> TokenStream, split: bool, clean: bool) -> (Vec<TokenStream>, Vec<Ident>, TokenStream) {
+    fn chunk_reads(&mut self, loads: &[ExprId], v: usize, body: &dyn Fn(&mut Self) -> TokenStream, split: bool, clean: bool) -> (Vec<TokenStream>, Vec<Ident>, TokenStream) {
         let mut load_code = Vec::new();
         let mut names = HashMap::new();
         let mut load_names = Vec::new();
@@ -228,7 +228,7 @@ impl<'k> DevGen<'k> {
     /// element-by-element paths took several times the registers of the vector code), reading
     /// the loads element by element (`body`) and writing the chunk of the store (`after`).
     fn checked_copy(&self, chunks: usize, v: usize, start: &TokenStream, decls: &TokenStream, body: &TokenStream, after: &TokenStream) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         // The loop bounds are hidden from the optimizer, so the slot index is clamped to the
         // thread's last slot (which it never passes): the arrays' bounds checks, calls whose
         // registers the whole entry would pay for, fold away.
@@ -259,7 +259,7 @@ impl<'k> DevGen<'k> {
     /// ahead of the element code, such a read would go through shared memory), and the tests
     /// are of the whole block or the phase has at least [`plan::MIN_SPLIT_ACCESSES`] chunk
     /// accesses.
-    fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut<'_, 'k>) -> Option<SplitTest> {
+    fn split_test(&mut self, numel: usize, loads: &[ExprId], out: &PhaseOut<'_, 'k>) -> Option<SplitTest> {
         let k = self.k;
         let v = self.vec_width(numel);
         let accesses = loads.len() + out.store_test.is_some() as usize;
@@ -282,13 +282,13 @@ impl<'k> DevGen<'k> {
                 }
                 continue;
             }
+            let test = self.chunk_test(*l, v, false, false)?;
+            let out = self.chunk_masked_out(*l, mask, v);
             let ptrs = (0..v).map(|i| {
                 let qi = format_ident!("__q{}", i);
                 let p = self.operand(*l, ptr, &At::Flat(quote!((__f0 + #i))));
                 quote!(let #qi = #p;)
             });
-            let test = self.chunk_test(*l, v, false, false)?;
-            let out = self.chunk_masked_out(*l, mask, v);
             let align = pieces_align();
             tests.per_chunk.push(quote!(({ #(#ptrs)* (__q0 as usize) % #align == 0 && #test } | #out)));
         }
@@ -372,7 +372,7 @@ impl<'k> DevGen<'k> {
             },
             (code, None) => code,
         };
-        let d = &self.d;
+        let d = &self.p.d;
         let whole = &test.whole;
         let per_chunk = &test.per_chunk;
         // The chunks are tested in a loop (its trip count hidden from the optimizer): unrolled,
@@ -433,9 +433,9 @@ impl<'k> DevGen<'k> {
     /// element by element.
     /// `clean`: in a split phase's clean copy, where the chunk is aligned to its size and kept
     /// or masked out whole.
-    fn chunk_load(&self, load: ExprId, v: usize, name: &Ident, split: bool, clean: bool) -> TokenStream {
+    fn chunk_load(&mut self, load: ExprId, v: usize, name: &Ident, split: bool, clean: bool) -> TokenStream {
         let k = self.k;
-        let d = &self.d;
+        let d = &self.p.d;
         let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { return quote!() };
         let ty = &k.exprs[load].ty;
         let e = self.elem(ty);
@@ -451,11 +451,13 @@ impl<'k> DevGen<'k> {
             None => vec![quote!(<#e as ::core::default::Default>::default()); v],
         };
         let span = k.exprs[load].span.start;
-        let scalar = (0..v).map(|i| {
-            let (qi, m, o) = (&q[i], &masks[i], &others[i]);
-            let ok = self.in_bounds_code(ptr, &quote!(#qi), span);
-            quote!(if #m && #ok { #d::load(#qi) } else { #o })
-        });
+        let scalar: Vec<TokenStream> = (0..v)
+            .map(|i| {
+                let (qi, m, o) = (&q[i], &masks[i], &others[i]);
+                let ok = self.in_bounds_code(ptr, &quote!(#qi), span);
+                quote!(if #m && #ok { #d::load(#qi) } else { #o })
+            })
+            .collect();
         let Some(test) = self.chunk_test(load, v, true, true) else {
             return quote! {
                 let #name: [#e; #v] = { #(let #q: *mut #e = #ptrs;)* [#(#scalar),*] };
@@ -500,7 +502,7 @@ impl<'k> DevGen<'k> {
 
     /// Whether the mask of `load` is false on the whole chunk from flat index `__f0` (`false`
     /// when it has none).
-    fn chunk_masked_out(&self, load: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
+    fn chunk_masked_out(&mut self, load: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
         match mask {
             Some(m) => self.mask_on_chunk(load, m, false, v),
             None => quote!(false),
@@ -510,7 +512,7 @@ impl<'k> DevGen<'k> {
     /// Whether the mask `m` of `load` (or of a store's pointer block) is `want` on the whole
     /// chunk from flat index `__f0`: tested at the chunk's ends when the analysis allows (the
     /// chunk lies in one row, the mask is monotone along it), else element by element.
-    fn mask_on_chunk(&self, load: ExprId, m: ExprId, want: bool, v: usize) -> TokenStream {
+    fn mask_on_chunk(&mut self, load: ExprId, m: ExprId, want: bool, v: usize) -> TokenStream {
         let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
         in_row.then(|| self.load_chunk_is(load, m, want, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
             let masks = (0..v).map(|i| self.operand(load, m, &At::Flat(quote!((__f0 + #i)))));
@@ -526,7 +528,7 @@ impl<'k> DevGen<'k> {
     /// `__q{v-1}`) can be read with one vector access: contiguous, aligned to the access (where
     /// `aligned`), inside its buffer and unmasked (where `masked`). `None` when no vector access
     /// reads `v` such elements.
-    fn chunk_test(&self, load: ExprId, v: usize, aligned: bool, masked: bool) -> Option<TokenStream> {
+    fn chunk_test(&mut self, load: ExprId, v: usize, aligned: bool, masked: bool) -> Option<TokenStream> {
         let k = self.k;
         let ExprKind::Load { ptr, mask, .. } = k.exprs[load].kind else { return None };
         let ty = &k.exprs[load].ty;
@@ -550,8 +552,8 @@ impl<'k> DevGen<'k> {
     /// column pairs of the `mma` layout): each chunk's pointers,
     /// values and mask bits are computed element by element, then written with one vector
     /// access when contiguous, aligned and unmasked.
-    pub(super) fn store_chunks(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> TokenStream {
-        let d = &self.d;
+    pub(super) fn store_chunks(&mut self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> TokenStream {
+        let d = &self.p.d;
         let k = self.k;
         let v = self.chunk_len(numel, layout);
         let ty = &k.exprs[value].ty;
@@ -570,18 +572,18 @@ impl<'k> DevGen<'k> {
             roots.push(m);
         }
         // The element's pointer, value and mask bit.
-        let parts = |g: &Self| {
+        let parts = |g: &mut Self| {
             let m = match mask {
                 Some(m) => g.operand(ptr, m, &At::Own),
                 None => quote!(true),
             };
             (g.ev(ptr, &At::Own), g.operand(ptr, value, &At::Own), m)
         };
-        let body = |g: &Self| {
+        let body = |g: &mut Self| {
             let (p, val, m) = parts(g);
             quote! { __sp[__v] = #p; __sv[__v] = #val; __sm[__v] = #m; }
         };
-        let elem = |g: &Self| {
+        let elem = |g: &mut Self| {
             let (p, val, m) = parts(g);
             let ok = g.in_bounds_code(ptr, &quote!(__a), span);
             quote! { let __a = #p; if #m && #ok { #d::store(__a, #val); } }
@@ -679,7 +681,7 @@ impl<'k> DevGen<'k> {
 
     /// The split-phase test of a store: of the whole block ([`Self::whole_block_test`]) where
     /// the analysis can, else of the chunk at `__f0` ([`Self::store_chunk_test`]).
-    fn store_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, numel: usize, v: usize) -> Option<AccessTest> {
+    fn store_test(&mut self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, numel: usize, v: usize) -> Option<AccessTest> {
         let elem = &self.k.exprs[value].ty.elem;
         self.vector_bytes(elem, v)?;
         if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
@@ -696,7 +698,7 @@ impl<'k> DevGen<'k> {
     /// element without further tests): contiguous, 4-byte aligned and inside the buffer, or
     /// masked out entirely (the caller, [`Self::store_test`], has checked that a vector access
     /// writes such a chunk and that the pointers and mask read no per-thread array).
-    fn store_chunk_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
+    fn store_chunk_test(&mut self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
         let ty = &self.k.exprs[value].ty;
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         let q: Vec<Ident> = (0..v).map(|i| format_ident!("__s{}", i)).collect();
@@ -721,9 +723,9 @@ impl<'k> DevGen<'k> {
     /// `chunked`, for the stores through shared memory where cold paths run out of line: the
     /// path of the warps that fail the test, which tests each 16-byte chunk instead (see
     /// [`Self::mma_store_via_smem`]); without it they test every pair.
-    fn mma_store_fast(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> Option<(TokenStream, TokenStream, Option<TokenStream>)> {
+    fn mma_store_fast(&mut self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> Option<(TokenStream, TokenStream, Option<TokenStream>)> {
         let Layout::Mma { tn, n, wg, .. } = layout else { return None };
-        let d = &self.d;
+        let d = &self.p.d;
         let k = self.k;
         let ty = &k.exprs[value].ty;
         let bytes = self.vector_bytes(&ty.elem, 2)?;
@@ -734,9 +736,9 @@ impl<'k> DevGen<'k> {
         let saved = (self.cursor.get(), self.smem_max.get());
         let scope = self.enter_iteration(numel, layout);
         // When giving up: shared memory that a staged read allocated is given back.
-        let restore = || {
-            self.cursor.set(saved.0);
-            self.smem_max.set(saved.1);
+        let restore = |g: &Self| {
+            g.cursor.set(saved.0);
+            g.smem_max.set(saved.1);
         };
         // 16-bit values in groups of four 8-column tiles are stored 16 bytes at a time: the four
         // lanes of a quad (one row) exchange their column pairs (`quad_transpose`), so the test
@@ -745,7 +747,7 @@ impl<'k> DevGen<'k> {
         let wide = size == 2 && tn % 4 == 0;
         let Some((firsts, tests)) = self.mma_store_rows(layout, ptr, mask, wide, size, bytes) else {
             self.leave_iteration(scope);
-            restore();
+            restore(self);
             return None;
         };
         let val = self.operand(ptr, value, &At::Own);
@@ -762,7 +764,7 @@ impl<'k> DevGen<'k> {
         });
         let groups = self.mma_store_groups(layout, &firsts, wide, &e, &vt);
         if !self.leave_iteration(scope).is_empty() {
-            restore();
+            restore(self);
             return None;
         }
         let all = quote!(true #(&& #tests)*);
@@ -777,9 +779,9 @@ impl<'k> DevGen<'k> {
     /// (two per `t_m`): the address of its first column, and the test that its span is
     /// contiguous, aligned to `bytes` (16 when `wide`: the quad's whole row), inside the buffer
     /// and all masked in (`size`: the element's bytes). `None` when the analysis cannot tell.
-    fn mma_store_rows(&self, layout: Layout, ptr: ExprId, mask: Option<ExprId>, wide: bool, size: usize, bytes: usize) -> Option<(Vec<TokenStream>, Vec<TokenStream>)> {
+    fn mma_store_rows(&mut self, layout: Layout, ptr: ExprId, mask: Option<ExprId>, wide: bool, size: usize, bytes: usize) -> Option<(Vec<TokenStream>, Vec<TokenStream>)> {
         let Layout::Mma { tm, tn, .. } = layout else { return None };
-        let d = &self.d;
+        let d = &self.p.d;
         let vt = self.elem(&self.k.exprs[ptr].ty);
         // Row `ri` of this thread (rows `t_m * 2 + r / 2` in `mma_flat`'s terms) spans slots
         // `[t_m * tn * 4 + (ri % 2) * 2, ... + (tn - 1) * 4 + 1]`: columns `c .. c + span`
@@ -829,9 +831,9 @@ impl<'k> DevGen<'k> {
     /// each 16-byte chunk: written whole where it is contiguous, aligned, inside the buffer and
     /// masked in, else element by element where the mask holds (an element outside the buffer is
     /// reported as a fault).
-    fn mma_store_via_smem(&self, layout: Layout, ptr: ExprId, e: &TokenStream, vt: &TokenStream, base: usize, checked: Option<(Option<ExprId>, proc_macro2::Span)>) -> TokenStream {
+    fn mma_store_via_smem(&mut self, layout: Layout, ptr: ExprId, e: &TokenStream, vt: &TokenStream, base: usize, checked: Option<(Option<ExprId>, proc_macro2::Span)>) -> TokenStream {
         let Layout::Mma { wn, tm, tn, n, .. } = layout else { unreachable!("an mma store has an mma layout") };
-        let d = &self.d;
+        let d = &self.p.d;
         let pitch = tn * 16 + 16;
         let region = Self::via_smem_region(layout);
         let (wtm, wtn) = (tm * 64, tn * 8);
@@ -890,23 +892,23 @@ impl<'k> DevGen<'k> {
     /// ([`Self::chunk_contiguous`]), 16-byte aligned, inside its buffer and masked in
     /// ([`Self::mask_on_chunk`]); else each element where the mask holds, after its bounds check
     /// (which reports a fault outside the buffer).
-    fn via_smem_chunk_checked(&self, ptr: ExprId, mask: Option<ExprId>, span: proc_macro2::Span, f0: &TokenStream, vt: &TokenStream) -> TokenStream {
-        let d = &self.d;
+    fn via_smem_chunk_checked(&mut self, ptr: ExprId, mask: Option<ExprId>, span: proc_macro2::Span, f0: &TokenStream, vt: &TokenStream) -> TokenStream {
+        let d = &self.p.d;
         let at = |i: TokenStream| At::Flat(quote!((__f0 + #i)));
         let q: Vec<Ident> = (0..8usize).map(|i| format_ident!("__q{}", i)).collect();
         let step = self.col_step(ptr, true, &at(quote!(0usize)));
         // With the pointer block's increment, the contiguity test reads the chunk's ends only.
         let bound: Vec<usize> = if step.is_some() { vec![0, 7] } else { (0..8).collect() };
-        let binds = bound.iter().map(|&i| {
-            let (qi, p) = (&q[i], self.ev(ptr, &at(quote!(#i))));
-            quote!(let #qi: #vt = #p;)
-        });
         let contiguous = Self::chunk_contiguous(step, &q.iter().map(|x| quote!(#x)).collect::<Vec<_>>(), 2);
         let all = mask.map(|m| self.mask_on_chunk(ptr, m, true, 8)).unwrap_or(quote!(true));
         let fits = self.fits_code(ptr, &quote!(__q0), 8);
         let m_i = mask.map(|m| self.operand(ptr, m, &at(quote!(__i)))).unwrap_or(quote!(true));
         let p_i = self.ev(ptr, &at(quote!(__i)));
         let ok = self.in_bounds_code(ptr, &quote!(__a), span);
+        let binds = bound.iter().map(|&i| {
+            let (qi, p) = (&q[i], self.ev(ptr, &at(quote!(#i))));
+            quote!(let #qi: #vt = #p;)
+        });
         quote! {
             let __f0: usize = #f0;
             #(#binds)*
@@ -933,7 +935,7 @@ impl<'k> DevGen<'k> {
     /// pair, in slot order.
     fn mma_store_groups(&self, layout: Layout, firsts: &[TokenStream], wide: bool, e: &TokenStream, vt: &TokenStream) -> Vec<TokenStream> {
         let Layout::Mma { tm, tn, .. } = layout else { unreachable!("an mma store has an mma layout") };
-        let d = &self.d;
+        let d = &self.p.d;
         (0..tm)
             .map(|t_m| {
                 let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);

@@ -48,7 +48,7 @@ impl DevGen<'_> {
     /// that range step by one element (the increment is one and the last pointer is where the
     /// first one's run ends: no offset wrapped), the first is 4-byte aligned (the chunks start
     /// a multiple of 4 bytes apart) and the range is inside the buffer.
-    pub(super) fn whole_block_test(&self, parent: ExprId, ptr: ExprId, mask: Option<ExprId>, numel: usize, v: usize, size: usize) -> Option<WholeTest> {
+    pub(super) fn whole_block_test(&mut self, parent: ExprId, ptr: ExprId, mask: Option<ExprId>, numel: usize, v: usize, size: usize) -> Option<WholeTest> {
         if self.shapes[parent].len() != 1 || self.shapes[parent][0] != numel || numel % v != 0 {
             return None;
         }

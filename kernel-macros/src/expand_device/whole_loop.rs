@@ -29,7 +29,7 @@ impl DevGen<'_> {
     /// column step is `step` (tokens): registered for the loop to place before itself, and its
     /// flags returned as the access's test. `None` where the access does not qualify (see the
     /// module documentation).
-    pub(super) fn whole_loop_test(&self, parent: ExprId, ptr: ExprId, bounds: Option<(ExprId, ExprId, bool)>, (numel, v, size): (usize, usize, usize), step: &TokenStream) -> Option<WholeTest> {
+    pub(super) fn whole_loop_test(&mut self, parent: ExprId, ptr: ExprId, bounds: Option<(ExprId, ExprId, bool)>, (numel, v, size): (usize, usize, usize), step: &TokenStream) -> Option<WholeTest> {
         let k = self.k;
         if self.per_thread(numel) / v > MAX_LOOP_TEST_CHUNKS {
             return None;
@@ -140,7 +140,7 @@ impl DevGen<'_> {
     /// One pair of flags for the loop-level tests `tests` (test, clean) of one phase in the
     /// loop over `var`, computed before the loop after theirs: the loop then keeps two flags
     /// live instead of two per access.
-    pub(super) fn combine_loop_tests(&self, var: LocalId, tests: &[TokenStream], cleans: &[TokenStream]) -> (TokenStream, TokenStream) {
+    pub(super) fn combine_loop_tests(&mut self, var: LocalId, tests: &[TokenStream], cleans: &[TokenStream]) -> (TokenStream, TokenStream) {
         let (t, c) = (self.fresh("lt"), self.fresh("lc"));
         let code = quote!(let (#t, #c): (bool, bool) = (true #(&& #tests)*, true #(&& #cleans)*););
         self.loop_tests.borrow_mut().push((var, code));

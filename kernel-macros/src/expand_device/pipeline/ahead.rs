@@ -55,8 +55,8 @@ impl DevGen<'_> {
     /// reads: they take no registers in the loop), the buffer the current iteration reads in
     /// `buf`. `None` when an operand's code cannot be built (the loop then keeps its `cp.async`
     /// copies only).
-    pub(in crate::expand_device) fn ahead_tma(&self, var: LocalId, t: &TokenStream, ops: &[&AheadOperand], maps: &plan::AheadMaps, (depth, bars, buf): (usize, usize, &Ident)) -> Option<AheadTma> {
-        let (k, d) = (self.k, &self.d);
+    pub(in crate::expand_device) fn ahead_tma(&mut self, var: LocalId, t: &TokenStream, ops: &[&AheadOperand], maps: &plan::AheadMaps, (depth, bars, buf): (usize, usize, &Ident)) -> Option<AheadTma> {
+        let (k, d) = (self.k, &self.p.d);
         let var_id = crate::expand_cpu::local_ident(k, var);
         let pipe_ops = ops.iter().map(|o| self.ahead_pipe_op(o.x)).collect::<Option<Vec<PipeOp>>>()?;
         let (mut pre, mut oks, mut lin, mut checks, mut copies, mut waits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -219,7 +219,7 @@ impl DevGen<'_> {
     /// ...`, a rolled loop that keeps few registers: it runs where the loop's accumulators are
     /// live), in the iterations where some element may be masked (`__nofix`, `__fixlast`).
     fn ahead_fixup(&self, op: &PipeOp, o: &AheadOperand, buf: &Ident) -> Option<TokenStream> {
-        let d = &self.d;
+        let d = &self.p.d;
         let mk = op.mask?;
         let e = self.elem(&self.k.exprs[op.x].ty);
         let at = At::Flat(quote!(__e));
@@ -264,7 +264,7 @@ impl DevGen<'_> {
     /// What the tensor-map code of operand `oi` (`op`, staged as `o` says, at `param +
     /// offsets`, `sum`, with buffer `b`) needs: the offset of iteration `__it` is that of
     /// element 0 with the loop variable at the iteration's value, less the first one's (`__tO`).
-    fn ahead_ctx<'o>(&self, oi: usize, op: &'o PipeOp, o: &AheadOperand, (sum, b): (PtrSum, ScalarBase), rot: usize, (var_id, t): (&Ident, &TokenStream)) -> TmaCtx<'o> {
+    fn ahead_ctx<'o>(&mut self, oi: usize, op: &'o PipeOp, o: &AheadOperand, (sum, b): (PtrSum, ScalarBase), rot: usize, (var_id, t): (&Ident, &TokenStream)) -> TmaCtx<'o> {
         let k = self.k;
         let e = self.elem(&k.exprs[op.x].ty);
         let first0 = self.offsets_at(op.base, &sum, &At::Flat(quote!(0usize)));

@@ -128,11 +128,11 @@ struct ChunkChecks {
     close: TokenStream,
 }
 
-impl DevGen<'_> {
+impl<'a> DevGen<'a> {
     /// The code of operand `oi` of the pipelined loop `cx`, with the tensor maps `tma` it may
     /// copy with (its first in slot `first_map`; `rows_before`: the rows of the operands before
     /// it, which the tensor-map checks spread over the threads).
-    pub(super) fn pipe_operand(&self, cx: &PipeCx<'_>, oi: usize, op: &PipeOp, tma: Vec<(Staging, TmaDesc)>, first_map: usize, rows_before: &mut usize) -> OperandCode {
+    pub(super) fn pipe_operand(&mut self, cx: &PipeCx<'_>, oi: usize, op: &PipeOp, tma: Vec<(Staging, TmaDesc)>, first_map: usize, rows_before: &mut usize) -> OperandCode {
         let k = self.k;
         let oc = self.operand_cx(cx, oi, op);
         let mut pre: Vec<TokenStream> = self.staging_choice(&oc).into_iter().collect();
@@ -167,9 +167,9 @@ impl DevGen<'_> {
             pre.push(self.so_registers(&oc, so));
         }
         let fast_chunks = self.chunk_copies(&oc, &proven_ptr, (&oc.so_in(Staging::Rows), so_regs.as_ref()), &all, false, &self.proven_elems(&oc, Staging::Rows));
-        let fast_in = |o: Staging| {
-            let all = self.chunk_unmasked(&oc, o, &masks);
-            self.chunk_copies(&oc, &proven_ptr, (&oc.so_in(o), None), &all, false, &self.proven_elems(&oc, o))
+        let fast_in = |g: &mut Self, o: Staging| {
+            let all = g.chunk_unmasked(&oc, o, &masks);
+            g.chunk_copies(&oc, &proven_ptr, (&oc.so_in(o), None), &all, false, &g.proven_elems(&oc, o))
         };
         if let Some(b) = &based {
             let (lo, hi) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
@@ -181,15 +181,15 @@ impl DevGen<'_> {
             (false, Some(b), Some(sum)) => self.operand_tma(cx, &oc, (b, sum), (m_i, o_i, all), (&tma, first_map), rows_before),
             _ => (None, Vec::new()),
         };
-        let issue_in = |o: Staging| self.checked_chunks(&oc, &checks, &chunk_ptr, &masks, o);
+        let issue_in = |g: &mut Self, o: Staging| g.checked_chunks(&oc, &checks, &chunk_ptr, &masks, o);
         // A transposable operand's copies branch on its staging; the staging as written keeps
         // the code it has without the choice.
-        let with_cols = |f: &dyn Fn(Staging) -> TokenStream| oc.cols.is_some().then(|| f(Staging::Cols));
+        let with_cols = |g: &mut Self, f: &dyn Fn(&mut Self, Staging) -> TokenStream| oc.cols.is_some().then(|| f(g, Staging::Cols));
         OperandCode {
             pre,
-            issue: oc.copies(&issue_in(Staging::Rows), with_cols(&issue_in)),
-            fast: oc.copies(&fast_chunks, with_cols(&fast_in)),
-            as_written: oc.cols.is_some().then(|| (oc.copies(&issue_in(Staging::Rows), None), oc.copies(&fast_chunks, None))),
+            issue: oc.copies(&issue_in(self, Staging::Rows), with_cols(self, &issue_in)),
+            fast: oc.copies(&fast_chunks, with_cols(self, &fast_in)),
+            as_written: oc.cols.is_some().then(|| (oc.copies(&issue_in(self, Staging::Rows), None), oc.copies(&fast_chunks, None))),
             widen,
             proof: based.is_some().then(|| inb.clone()),
             tma: tma_oper,
@@ -262,7 +262,7 @@ impl DevGen<'_> {
     /// Whether all of the chunk's elements are unmasked, in staging `o`: one test at its ends
     /// along a row (else each of `masks`, the masks along the row), one element's down a
     /// column when the mask does not vary along it.
-    fn chunk_unmasked(&self, oc: &OpCx<'_>, o: Staging, masks: &[TokenStream]) -> TokenStream {
+    fn chunk_unmasked(&mut self, oc: &OpCx<'_>, o: Staging, masks: &[TokenStream]) -> TokenStream {
         let op = oc.op;
         match (op.mask, o) {
             (Some(mk), Staging::Rows) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
@@ -277,7 +277,7 @@ impl DevGen<'_> {
     /// A widened operand's widening of this thread's chunks of buffer `__cb` into f16 tile
     /// `__pr` (of the two f16 tile pairs in `smem`).
     fn widen_chunks(&self, oc: &OpCx<'_>, smem: &PipeSmem) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let (e, tile_off, stage_bytes, f16_pair) = (&oc.e, oc.tile_off, oc.stage_bytes, smem.tiles.f16_pair);
         let f16_tile = smem.f16_off + if oc.oi == 0 { 0 } else { smem.tiles.f16_a };
         let s0 = oc.s0_in(Staging::Rows);
@@ -331,7 +331,7 @@ impl DevGen<'_> {
     /// instruction cache) that binds each one's mask bit `__m` and address `__a` and runs
     /// `body` (given the element's `other` value).
     fn elem_loop(&self, oc: &OpCx<'_>, o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
-        let (d, e, off) = (&self.d, &oc.e, &oc.off);
+        let (d, e, off) = (&self.p.d, &oc.e, &oc.off);
         let (b_i, m_i, o_i) = self.chunk_elem(oc, o);
         let body = body(&o_i);
         quote! {
@@ -349,7 +349,7 @@ impl DevGen<'_> {
     /// The checked element path of a chunk in staging `o` into `__sp`: each element is read
     /// where it is unmasked and inside its buffer (a fault reported otherwise), else `other`.
     fn checked_elems(&self, oc: &OpCx<'_>, checks: &ChunkChecks, o: Staging) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let ChunkChecks { open, check, close, .. } = checks;
         let checked_loop = self.elem_loop(oc, o, &|o_i| {
             quote! {
@@ -367,14 +367,14 @@ impl DevGen<'_> {
     /// The unchecked element path of a chunk in staging `o` into `__sp`, for the loop version
     /// whose accesses are all proven in bounds before the loop.
     fn proven_elems(&self, oc: &OpCx<'_>, o: Staging) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         self.elem_loop(oc, o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });))
     }
 
     /// The checked copies of this thread's chunks in staging `o`: a chunk whose elements are
     /// unmasked and inside the buffer goes by `cp.async` in the widest pieces its address
     /// allows, any other element by element.
-    fn checked_chunks(&self, oc: &OpCx<'_>, checks: &ChunkChecks, chunk_ptr: &ChunkPtr<'_>, masks: &[TokenStream], o: Staging) -> TokenStream {
+    fn checked_chunks(&mut self, oc: &OpCx<'_>, checks: &ChunkChecks, chunk_ptr: &ChunkPtr<'_>, masks: &[TokenStream], o: Staging) -> TokenStream {
         let (all, fits) = (self.chunk_unmasked(oc, o, masks), &checks.fits);
         self.chunk_copies(oc, chunk_ptr, (&oc.so_in(o), None), &quote!(#all && #fits), true, &self.checked_elems(oc, checks, o))
     }
@@ -411,7 +411,7 @@ impl DevGen<'_> {
     /// after the others, by one loop over the marks: the element path is written once per
     /// operand instead of once per chunk. (A thread with one chunk keeps it in place.)
     fn chunk_copies(&self, oc: &OpCx<'_>, ptr: &ChunkPtr<'_>, (so, so_regs): (&TokenStream, Option<&Ident>), test: &TokenStream, pieces: bool, scalar: &TokenStream) -> TokenStream {
-        let (d, e, off, threads, per_thread) = (&self.d, &oc.e, &oc.off, oc.threads, oc.per_thread);
+        let (d, e, off, threads, per_thread) = (&self.p.d, &oc.e, &oc.off, oc.threads, oc.per_thread);
         let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * oc.size);
         let copy = if oc.widen {
             quote!(#d::cp_async_8(#d::smem_addr() + __so as u32, __g as *const u8);)
@@ -477,7 +477,7 @@ impl DevGen<'_> {
     /// chunk at `__f0` is unmasked, along the rows. The operand's rows go to the threads after
     /// warp 0 (which issues the first copies) and after the previous operands' rows
     /// (`rows_before`, which this advances), so that each thread checks few rows.
-    fn operand_tma(&self, cx: &PipeCx<'_>, oc: &OpCx<'_>, (b, sum): (&ScalarBase, PtrSum), elems: (TokenStream, TokenStream, TokenStream), (tma, first_map): (&[(Staging, TmaDesc)], usize), rows_before: &mut usize) -> (Option<TmaOperand>, Vec<TmaDesc>) {
+    fn operand_tma(&mut self, cx: &PipeCx<'_>, oc: &OpCx<'_>, (b, sum): (&ScalarBase, PtrSum), elems: (TokenStream, TokenStream, TokenStream), (tma, first_map): (&[(Staging, TmaDesc)], usize), rows_before: &mut usize) -> (Option<TmaOperand>, Vec<TmaDesc>) {
         let threads = self.threads;
         let (m_i, o_i, all) = elems;
         let rot = if threads > 32 { (threads - (32 + *rows_before) % threads) % threads } else { 0 };
@@ -510,8 +510,8 @@ impl DevGen<'_> {
     /// pointer of a `split` base `p + offsets` (see [`PtrSum`]), per chunk; `at(i)`: element `i` of the chunk
     /// at `__f0`) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
     /// in the loop, checked (misaligned when the chunk is not contiguous) and proven.
-    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<&PtrSum>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
-        let (k, d, threads) = (self.k, &self.d, self.threads);
+    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<&PtrSum>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'a>, ChunkPtr<'a>) {
+        let (k, d, threads) = (self.k, &self.p.d, self.threads);
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
         let size = elem_size(&k.exprs[op.x].ty.elem);
         // Whether the chunk's elements 1..8 follow its first (`first`, bound to `__q0`) in
@@ -528,7 +528,7 @@ impl DevGen<'_> {
         let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
         // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
         // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
-        let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
+        let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'a>, ChunkPtr<'a>, Vec<TokenStream>) = match split {
             Some(sum) => {
                 // The chunk's first offset in type `wide` and whether the chunk is contiguous,
                 // then the offset kept (`ot`) when it is: one block's in its type; the sum of

@@ -98,7 +98,7 @@ impl DevGen<'_> {
     /// of `count` (`__r`); with `row_len`, `__f0` is the line's first element of a row-major
     /// tile with rows of that length.
     fn tma_over_lines(&self, c: &TmaCtx, count: usize, row_len: Option<usize>, body: TokenStream) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let (threads, rot) = (self.threads, c.rot);
         let f0 = row_len.map(|n| quote!(let __f0: usize = __r * #n;));
         quote! {
@@ -115,7 +115,7 @@ impl DevGen<'_> {
     /// A rolled loop over this thread's 8-element chunks (opaque trip count: the code stays
     /// small, so the K loop fits the instruction cache), `__f0` the chunk's first element.
     pub(super) fn tma_over_chunks(&self, c: &TmaCtx, body: TokenStream) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let (threads, per_thread, chunks) = (self.threads, c.per_thread, c.chunks);
         quote! {
             let __njc: usize = #d::opaque_usize(#per_thread);
@@ -134,7 +134,7 @@ impl DevGen<'_> {
     /// The tensor-map copy of operand `ctx.oi` (loop variable `var`): a side for each of its
     /// candidate maps `tma` that the copy engine can take, the first in slot `first_map`, and
     /// the maps those sides use; `None` when no map fits.
-    pub(super) fn tma_operand(&self, ctx: &TmaCtx<'_>, tma: &[(Staging, TmaDesc)], first_map: usize, var: LocalId) -> (Option<TmaOperand>, Vec<TmaDesc>) {
+    pub(super) fn tma_operand(&mut self, ctx: &TmaCtx<'_>, tma: &[(Staging, TmaDesc)], first_map: usize, var: LocalId) -> (Option<TmaOperand>, Vec<TmaDesc>) {
         let (mut sides, mut maps) = (Vec::new(), Vec::new());
         for (staging, t) in tma {
             let idx = (first_map + maps.len()) as u32;
@@ -149,7 +149,7 @@ impl DevGen<'_> {
 
     /// Operand `c.oi`'s side for `staging` with map `t` in slot `idx`.
     pub(super) fn tma_side(&self, c: &TmaCtx, staging: Staging, t: &TmaDesc, idx: u32) -> Option<TmaSide> {
-        let d = &self.d;
+        let d = &self.p.d;
         let (rows, inner) = (c.op.numel / c.op.inner, c.op.inner);
         // The box in map coordinates: `box_w` columns (elements of a map row) by `box_h` rows.
         let (tile, box_w, box_h) = match staging {
@@ -225,7 +225,7 @@ impl DevGen<'_> {
     /// in the view (rows, for boxes moving along one row) or in its row (columns, for boxes
     /// moving by whole rows); the element check then tests that the live lines lie in it.
     fn tma_coords(&self, c: &TmaCtx, idx: u32, pitch: &Ident, (box_w, box_h): (usize, usize), relax: Option<usize>) -> TokenStream {
-        let d = &self.d;
+        let d = &self.p.d;
         let (off_expr, len, base_off) = (&c.off_expr, &c.len, &c.base_off);
         let first = self.offsets_at(c.op.base, &c.sum, &At::Flat(quote!(0usize)));
         let (inner_i, rows_i) = (box_w as i64, box_h as i64);
@@ -298,7 +298,7 @@ impl DevGen<'_> {
     /// The element check of [`Self::tma_post_rows`] (the test, the test of the elements outside
     /// the view), of every row or only of the `live` ones.
     fn tma_rows_checks(&self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
-        let d = &self.d;
+        let d = &self.p.d;
         let op = c.op;
         let (inner, rows_n) = (op.inner, op.numel / op.inner);
         let last = inner - 1;
@@ -399,7 +399,7 @@ impl DevGen<'_> {
     /// The element check of [`Self::tma_post_cols`] (the test, the test of the elements outside
     /// the view), of every line or only of the `live` ones.
     fn tma_cols_checks(&self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
-        let d = &self.d;
+        let d = &self.p.d;
         let k = self.k;
         let op = c.op;
         let (rows_n, inner) = (op.numel / op.inner, op.inner);
@@ -496,7 +496,7 @@ impl DevGen<'_> {
         let (strict_test, strict_outside) = strict;
         // The dead-aware checks run out of line where cold paths do (`outline_cold`): inline,
         // their code in every block's prologue costs the blocks that do not run it.
-        let d = &self.d;
+        let d = &self.p.d;
         let either = |strict: TokenStream, dead: TokenStream| {
             let dead = if self.outline_cold {
                 quote!(__ok = __ok && #d::outline(move || { let mut __ok: bool = true; #dead __ok });)
@@ -527,7 +527,7 @@ impl DevGen<'_> {
     /// increments of the terms it holds, inside the range of its type (half of it for `i64`).
     /// Then every block is affine over the tile, and so is their sum, from `__tO`.
     fn tma_no_wrap(&self, c: &TmaCtx, (rows_of, cols_of): (usize, usize), (rows_n, inner): (usize, usize)) -> TokenStream {
-        let (k, d) = (self.k, &self.d);
+        let (k, d) = (self.k, &self.p.d);
         let (last_r, last_c) = (rows_n as i64 - 1, inner as i64 - 1);
         let range = |o: ExprId| match k.exprs[o].ty.dtype() {
             Some(DType::I32) => (quote!(i32::MIN as i64), quote!(i32::MAX as i64)),
@@ -581,7 +581,7 @@ impl DevGen<'_> {
     }
 
     /// The mask check of a tensor-map operand (see [`TmaOperand::check`]).
-    pub(super) fn tma_mask_check(&self, c: &TmaCtx, var: LocalId) -> TokenStream {
+    pub(super) fn tma_mask_check(&mut self, c: &TmaCtx, var: LocalId) -> TokenStream {
         let op = c.op;
         let Some(mk) = op.mask else { return quote!() };
         let (var_id, var_t) = (&c.var.0, &c.var.1);
