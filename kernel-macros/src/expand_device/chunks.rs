@@ -174,7 +174,7 @@ impl DevGen<'_> {
     /// of `e`'s type: an increment of exactly 1 here means consecutive offsets modulo that
     /// width, and the caller rules out a wrap between two elements by comparing their
     /// addresses.
-    pub(super) fn col_step(&self, e: ExprId, moves: bool, at: &At) -> Option<TokenStream> {
+    pub(super) fn col_step(&mut self, e: ExprId, moves: bool, at: &At) -> Option<TokenStream> {
         self.col_step_in(e, moves, at, None, &mut Vec::new())
     }
 
@@ -184,20 +184,21 @@ impl DevGen<'_> {
     /// (the columns of a tile wrapped around a tensor's edge, `(pid * BLOCK + arange) % N`):
     /// it steps by one on the span when it does not wrap there, which the conditions pushed on
     /// `conds` test (its values at both ends differ by `span`).
-    pub(super) fn col_step_over(&self, e: ExprId, moves: bool, at: &At, end: &At, span: &TokenStream, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
+    pub(super) fn col_step_over(&mut self, e: ExprId, moves: bool, at: &At, end: &At, span: &TokenStream, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         self.col_step_in(e, moves, at, Some((end, span)), conds)
     }
 
-    fn col_step_in(&self, e: ExprId, moves: bool, at: &At, end: Option<(&At, &TokenStream)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
+    fn col_step_in(&mut self, e: ExprId, moves: bool, at: &At, end: Option<(&At, &TokenStream)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.p.d;
         if self.along(e, moves) == Along::Const {
             return Some(quote!(0i64));
         }
-        let sub_end = |c: ExprId| end.map(|(a, n)| (self.sub_at(e, c, a), n));
-        let mut sub = |c: ExprId| {
-            let se = sub_end(c);
-            self.col_step_in(c, self.child_moves(e, c, moves), &self.sub_at(e, c, at), se.as_ref().map(|(a, n)| (a, *n)), conds)
+        // The step of child `c` of `e`.
+        let sub = |g: &mut Self, c: ExprId, conds: &mut Vec<TokenStream>| {
+            let se = end.map(|(a, n)| (g.sub_at(e, c, a), n));
+            let (moves_c, at_c) = (g.child_moves(e, c, moves), g.sub_at(e, c, at));
+            g.col_step_in(c, moves_c, &at_c, se.as_ref().map(|(a, n)| (a, *n)), conds)
         };
         let int = |x: ExprId| matches!(k.exprs[x].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32));
         match &k.exprs[e].kind {
@@ -208,9 +209,9 @@ impl DevGen<'_> {
             },
             ExprKind::ExpandDims(x, _) => self.col_step_in(*x, moves, at, end, conds),
             ExprKind::Reshape(x) if self.shapes[*x] == self.shapes[e] => self.col_step_in(*x, moves, at, end, conds),
-            ExprKind::BroadcastTo(x) => sub(*x),
+            ExprKind::BroadcastTo(x) => sub(self, *x, conds),
             ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if int(e) => {
-                let (sa, sb) = (sub(*a)?, sub(*b)?);
+                let (sa, sb) = (sub(self, *a, conds)?, sub(self, *b, conds)?);
                 Some(match op {
                     BinOp::Add => quote!((#sa).wrapping_add(#sb)),
                     _ => quote!((#sa).wrapping_sub(#sb)),
@@ -222,22 +223,22 @@ impl DevGen<'_> {
                 let t = self.elem(&k.exprs[c].ty);
                 let at_c = if self.shapes[c].is_empty() { At::Own } else { self.sub_at(e, c, at) };
                 let vc = self.ev(c, &at_c);
-                let sx = sub(x)?;
+                let sx = sub(self, x, conds)?;
                 Some(quote!(#d::cast::<#t, i64>(#vc).wrapping_mul(#sx)))
             }
             ExprKind::Binary(BinOp::Rem, x, m) if int(e) && end.is_some() && self.along(*m, self.child_moves(e, *m, moves)) == Along::Const => {
                 let (at1, span) = end?;
-                let sx = sub(*x)?;
+                let sx = sub(self, *x, conds)?;
                 let t = self.elem(&k.exprs[e].ty);
                 let (v0, v1) = (self.ev(e, at), self.ev(e, at1));
                 conds.push(quote!((#sx == 1i64 && #d::cast::<#t, i64>(#v1).wrapping_sub(#d::cast::<#t, i64>(#v0)) == #span)));
                 Some(quote!(1i64))
             }
             ExprKind::Unary(UnOp::Neg, x) if int(e) => {
-                let sx = sub(*x)?;
+                let sx = sub(self, *x, conds)?;
                 Some(quote!((#sx).wrapping_neg()))
             }
-            ExprKind::PtrAdd(p, o) if self.along(*p, self.child_moves(e, *p, moves)) == Along::Const && int(*o) => sub(*o),
+            ExprKind::PtrAdd(p, o) if self.along(*p, self.child_moves(e, *p, moves)) == Along::Const && int(*o) => sub(self, *o, conds),
             _ => None,
         }
     }

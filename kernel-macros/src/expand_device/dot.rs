@@ -62,7 +62,7 @@ impl DevGen<'_> {
                 #out[__j] = __s;
             }
         });
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: acc_t.clone(), numel: m * n, layout: Layout::Cyclic });
+        self.temps.insert(id, MatVar { ident: out.clone(), elem: acc_t.clone(), numel: m * n, layout: Layout::Cyclic });
         quote! {
             let mut #out: [#acc_t; #pt] = [#zero; #pt];
             #stage_a
@@ -126,10 +126,10 @@ impl DevGen<'_> {
                 #s[__j] = #s[__j].wrapping_add(#out[__j] as i32);
             }
         });
-        self.temps.borrow_mut().insert(id, MatVar { ident: result, elem, numel: m * n, layout });
+        self.temps.insert(id, MatVar { ident: result, elem, numel: m * n, layout });
         // Operands the statement staged may be overwritten by the next statement: a barrier
         // after the product, unless every operand lives across the loop's statements.
-        let lasting = |x: ExprId| self.resident.borrow().contains_key(&x) || self.ahead.borrow().contains_key(&x);
+        let lasting = |x: ExprId| self.resident.contains_key(&x) || self.ahead.contains_key(&x);
         let free = self.followed.contains(&id) && (reg_a.is_some() || lasting(a)) && lasting(b);
         let after = (!free).then(|| quote!(#d::bar_sync();));
         quote! {
@@ -418,7 +418,7 @@ impl DevGen<'_> {
     /// array `id`: slots `2i, 2i + 1` (adjacent columns) are converted by one `cvt.rn.f16x2.f32`
     /// and split, so that a store packing them again gets the word back unchanged. `None`
     /// otherwise, or when the value reads other threads' elements.
-    pub(super) fn cast_pairs_f16(&self, id: &Ident, numel: usize, layout: Layout, ty: &Ty, value: ExprId) -> Option<TokenStream> {
+    pub(super) fn cast_pairs_f16(&mut self, id: &Ident, numel: usize, layout: Layout, ty: &Ty, value: ExprId) -> Option<TokenStream> {
         let d = &self.p.d;
         if !matches!(layout, Layout::Mma { .. }) || ty.elem != Elem::Val(DType::F16) {
             return None;
@@ -440,7 +440,7 @@ impl DevGen<'_> {
     /// closure `__val(j)` (bound by the returned statement) giving the f32 value of this thread's
     /// slot `j`, to be converted in pairs. `None` when `value` is no such cast or its f32 values
     /// read other threads' elements.
-    pub(super) fn cast_slot_fn(&self, value: ExprId, numel: usize, layout: Layout) -> Option<TokenStream> {
+    pub(super) fn cast_slot_fn(&mut self, value: ExprId, numel: usize, layout: Layout) -> Option<TokenStream> {
         let d = &self.p.d;
         let x = self.cast_from_f32(value)?;
         let scope = self.enter_iteration(numel, layout);

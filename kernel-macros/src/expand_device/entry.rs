@@ -83,7 +83,7 @@ fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, pl
         }
         let mut g = DevGen::new(&p);
         let body = g.body(&k.body);
-        let smem = g.smem_max.get();
+        let smem = g.smem.max();
         drop(g);
         out.push((p, body, smem));
     }

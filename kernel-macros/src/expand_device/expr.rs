@@ -77,16 +77,13 @@ impl DevGen<'_> {
         quote!(((__warp / #wn) * #wtm + #row_off + __lane / 4) * #n + (__warp % #wn) * #wtn + #col_off + (__lane % 4) * 2)
     }
 
-    pub(super) fn alloc(&self, bytes: usize) -> usize {
+    pub(super) fn alloc(&mut self, bytes: usize) -> usize {
         self.alloc_aligned(bytes, 16)
     }
 
     /// Shared memory for `bytes` at an offset that is a multiple of `align`.
-    pub(super) fn alloc_aligned(&self, bytes: usize, align: usize) -> usize {
-        let off = self.cursor.get().next_multiple_of(align);
-        self.cursor.set(off + bytes);
-        self.smem_max.set(self.smem_max.get().max(off + bytes));
-        off
+    pub(super) fn alloc_aligned(&mut self, bytes: usize, align: usize) -> usize {
+        self.smem.alloc(bytes, align)
     }
 
     pub(super) fn idx(&self, at: &At) -> TokenStream {
@@ -100,7 +97,7 @@ impl DevGen<'_> {
     /// flat index each bit of the value's flat index is (see [`At::Mapped`]), if known.
     pub(super) fn bit_map(&self, at: &At, numel: usize) -> Option<std::rc::Rc<[u32]>> {
         match at {
-            At::Own if numel.is_power_of_two() && numel == self.iter_numel.get() => Some((0..numel.trailing_zeros()).collect()),
+            At::Own if numel.is_power_of_two() && numel == self.iter_numel => Some((0..numel.trailing_zeros()).collect()),
             At::Mapped(_, bits) => Some(bits.clone()),
             _ => None,
         }
@@ -135,7 +132,7 @@ impl DevGen<'_> {
         }
     }
 
-    pub(super) fn operand(&self, parent: ExprId, child: ExprId, at: &At) -> TokenStream {
+    pub(super) fn operand(&mut self, parent: ExprId, child: ExprId, at: &At) -> TokenStream {
         let child_shape = &self.shapes[child];
         if child_shape.is_empty() {
             return self.ev(child, &At::Own);
@@ -144,29 +141,26 @@ impl DevGen<'_> {
         self.ev(child, &a)
     }
 
-    pub(super) fn read_mat(&self, m: &MatVar, at: &At) -> TokenStream {
+    pub(super) fn read_mat(&mut self, m: &MatVar, at: &At) -> TokenStream {
         let id = &m.ident;
         if m.numel == 0 {
             // A uniform scalar (a reduction to rank 0).
             return quote!(#id);
         }
-        if matches!(at, At::Own) && m.numel == self.iter_numel.get() && m.layout == self.iter_layout.get() {
+        if matches!(at, At::Own) && m.numel == self.iter_numel && m.layout == self.iter_layout {
             return quote!(#id[__j]);
         }
         if let Some(code) = self.read_local(m, at) {
             return code;
         }
         let idx = self.idx(at);
-        let off = {
-            let mut st = self.staged.borrow_mut();
-            match st.iter().find(|(v, _)| v.ident == m.ident) {
-                Some((_, off)) => *off,
-                None => {
-                    let size = m.numel * 8;
-                    let off = self.alloc(size);
-                    st.push((m.clone(), off));
-                    off
-                }
+        let off = match self.staged.iter().find(|(v, _)| v.ident == m.ident) {
+            Some((_, off)) => *off,
+            None => {
+                let size = m.numel * 8;
+                let off = self.alloc(size);
+                self.staged.push((m.clone(), off));
+                off
             }
         };
         let e = &m.elem;
@@ -183,7 +177,7 @@ impl DevGen<'_> {
     /// the row.
     pub(super) fn read_local(&self, m: &MatVar, at: &At) -> Option<TokenStream> {
         let map = self.bit_map(at, m.numel)?;
-        let iter = self.bit_layout(self.iter_numel.get(), self.iter_layout.get())?;
+        let iter = self.bit_layout(self.iter_numel, self.iter_layout)?;
         let from = self.bit_layout(m.numel, m.layout)?.local_read(&iter, &map)?;
         let terms = from.iter().enumerate().map(|(p, q)| quote!((((__j >> #q) & 1) << #p)));
         let id = &m.ident;
@@ -191,8 +185,8 @@ impl DevGen<'_> {
     }
 
 
-    pub(super) fn ev(&self, id: ExprId, at: &At) -> TokenStream {
-        if let Some(m) = self.temps.borrow().get(&id).cloned() {
+    pub(super) fn ev(&mut self, id: ExprId, at: &At) -> TokenStream {
+        if let Some(m) = self.temps.get(&id).cloned() {
             return self.read_mat(&m, at);
         }
         let k = self.k;
@@ -367,11 +361,11 @@ impl DevGen<'_> {
     /// function of more than a few instructions (transcendental, square root, division), and
     /// nothing in it is hoisted (a `dot` or reduction).
     fn speculable(&self, e: ExprId, at: &At) -> bool {
-        if self.temps.borrow().contains_key(&e) {
+        if self.temps.contains_key(&e) {
             return true;
         }
         match &self.k.exprs[e].kind {
-            ExprKind::Load { .. } => matches!(at, At::Own) && self.prefetched.borrow().contains_key(&e),
+            ExprKind::Load { .. } => matches!(at, At::Own) && self.prefetched.contains_key(&e),
             ExprKind::Local(l) => match self.kinds[*l] {
                 LocalKind::Pure(v) | LocalKind::Inline(v) => self.speculable(v, at),
                 _ => true,
@@ -384,7 +378,7 @@ impl DevGen<'_> {
     }
 
     /// Local `l` as expression `id` reads it at `at`.
-    fn local_code(&self, id: ExprId, l: LocalId, at: &At) -> TokenStream {
+    fn local_code(&mut self, id: ExprId, l: LocalId, at: &At) -> TokenStream {
         let k = self.k;
         let (e, d) = (&k.exprs[id], &self.p.d);
         let t = self.elem(&e.ty);
@@ -409,22 +403,22 @@ impl DevGen<'_> {
 
     /// Load `id` at `at`: its element where the mask holds and the address is in its buffer,
     /// else `other` (a chunk read ahead whole is indexed instead).
-    fn load_code(&self, id: ExprId, (ptr, mask, other): (ExprId, Option<ExprId>, Option<ExprId>), at: &At) -> TokenStream {
+    fn load_code(&mut self, id: ExprId, (ptr, mask, other): (ExprId, Option<ExprId>, Option<ExprId>), at: &At) -> TokenStream {
         let k = self.k;
         let (e, d) = (&k.exprs[id], &self.p.d);
         let t = self.elem(&e.ty);
-        let other = || match other {
-            Some(o) => self.operand(id, o, at),
+        let other = |g: &mut Self| match other {
+            Some(o) => g.operand(id, o, at),
             None => quote!(<#t as ::core::default::Default>::default()),
         };
-        let mask_at = || mask.map(|m| self.operand(id, m, at));
+        let mask_at = |g: &mut Self| mask.map(|m| g.operand(id, m, at));
         if matches!(at, At::Own) {
-            let pre = self.prefetched.borrow().get(&id).cloned();
+            let pre = self.prefetched.get(&id).cloned();
             if let Some((chunk, masked)) = pre {
                 // A chunk read whole across the mask's edge: masked elements are `other`.
-                return match mask_at().filter(|_| masked) {
+                return match mask_at(self).filter(|_| masked) {
                     Some(vm) => {
-                        let o = other();
+                        let o = other(self);
                         quote!(if #vm { #chunk[__v] } else { #o })
                     }
                     None => quote!(#chunk[__v]),
@@ -432,14 +426,14 @@ impl DevGen<'_> {
             }
         }
         let p = self.operand(id, ptr, at);
-        let o = other();
+        let o = other(self);
         let ok = self.in_bounds_code(ptr, &quote!(__a), e.span.start);
-        let vm = mask_at().unwrap_or_else(|| quote!(true));
+        let vm = mask_at(self).unwrap_or_else(|| quote!(true));
         quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
     }
 
     /// Atomic `id` at `at` (the whole value of its own `let`: evaluated once per element).
-    fn atomic_code(&self, id: ExprId, op: AtomicOp, (ptr, val, cmp, mask): (ExprId, ExprId, Option<ExprId>, Option<ExprId>), (sem, scope): (Sem, Scope), at: &At) -> TokenStream {
+    fn atomic_code(&mut self, id: ExprId, op: AtomicOp, (ptr, val, cmp, mask): (ExprId, ExprId, Option<ExprId>, Option<ExprId>), (sem, scope): (Sem, Scope), at: &At) -> TokenStream {
         let k = self.k;
         let (e, d) = (&k.exprs[id], &self.p.d);
         let t = self.elem(&e.ty);

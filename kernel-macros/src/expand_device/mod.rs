@@ -28,7 +28,6 @@ use crate::expand_cpu::param_ident;
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 mod alias;
@@ -44,6 +43,7 @@ mod fold;
 mod multiples;
 mod phase;
 mod scan;
+mod smem_alloc;
 mod stmt;
 mod pipeline;
 mod reduce;
@@ -55,6 +55,7 @@ mod vector;
 mod whole;
 mod whole_loop;
 
+use smem_alloc::SmemAlloc;
 use plan::{DevicePlan, Layout, LocalKind, Schedule, SplitLoop, PipeOp, PipePlan};
 
 /// Where an expression is evaluated: at the iteration's own flat index (`__f`, register
@@ -216,30 +217,28 @@ impl Target {
 struct DevGen<'a> {
     p: &'a DevicePlan<'a>,
     /// Dot/reduce results of the statement being generated.
-    temps: RefCell<HashMap<ExprId, MatVar>>,
+    temps: HashMap<ExprId, MatVar>,
     /// Materialized values the current phase reads at other threads' coordinates.
-    staged: RefCell<Vec<(MatVar, usize)>>,
-    cursor: Cell<usize>,
-    /// Where each statement's shared memory starts: above the loop-invariant `dot` operands
-    /// of the loops being generated (`resident`).
-    floor: Cell<usize>,
+    staged: Vec<(MatVar, usize)>,
+    /// The body's shared memory: each statement's allocations start at the floor, above the
+    /// tiles the loops being generated keep (`resident`, `ahead`).
+    smem: SmemAlloc,
     /// `dot` operands staged in shared memory once before the loop they are used in (the plan's
     /// `Schedule::AsWritten::resident`), by operand expression: their offset.
-    resident: RefCell<HashMap<ExprId, usize>>,
+    resident: HashMap<ExprId, usize>,
     /// `dot` operands copied iterations ahead in the loops being generated (`operands.rs`).
-    ahead: RefCell<HashMap<ExprId, operands::Ahead>>,
-    smem_max: Cell<usize>,
-    iter_numel: Cell<usize>,
-    iter_layout: Cell<Layout>,
+    ahead: HashMap<ExprId, operands::Ahead>,
+    iter_numel: usize,
+    iter_layout: Layout,
     counter: usize,
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
-    prefetched: RefCell<HashMap<ExprId, (Ident, bool)>>,
+    prefetched: HashMap<ExprId, (Ident, bool)>,
     /// Whole-block tests of accesses in loops stated once for the loop (`whole_loop.rs`), by
     /// loop variable: the statements computing their flags, which the loop places before
     /// itself.
-    loop_tests: RefCell<Vec<(LocalId, TokenStream)>>,
+    loop_tests: Vec<(LocalId, TokenStream)>,
 }
 
 impl<'a> std::ops::Deref for DevGen<'a> {
@@ -281,18 +280,16 @@ impl<'a> DevGen<'a> {
     fn new(p: &'a DevicePlan<'a>) -> Self {
         DevGen {
             p,
-            temps: RefCell::new(HashMap::new()),
-            staged: RefCell::new(vec![]),
-            cursor: Cell::new(0),
-            floor: Cell::new(0),
-            resident: RefCell::new(HashMap::new()),
-            ahead: RefCell::new(HashMap::new()),
-            smem_max: Cell::new(0),
-            iter_numel: Cell::new(0),
-            iter_layout: Cell::new(Layout::Cyclic),
+            temps: HashMap::new(),
+            staged: vec![],
+            smem: SmemAlloc::default(),
+            resident: HashMap::new(),
+            ahead: HashMap::new(),
+            iter_numel: 0,
+            iter_layout: Layout::Cyclic,
             counter: 0,
-            prefetched: RefCell::new(HashMap::new()),
-            loop_tests: RefCell::new(Vec::new()),
+            prefetched: HashMap::new(),
+            loop_tests: Vec::new(),
         }
     }
 

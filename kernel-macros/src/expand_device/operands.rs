@@ -68,10 +68,10 @@ impl DevGen<'_> {
     /// ready there (to be followed by the staging fence and a barrier), and its staging.
     pub(super) fn operand_source(&mut self, x: ExprId, layout: Layout, (rows, inner): (usize, usize), align: usize) -> (TokenStream, TokenStream, Staging) {
         let d = &self.p.d;
-        if let Some(off) = self.resident.borrow().get(&x) {
+        if let Some(off) = self.resident.get(&x) {
             return (quote!(#off), quote!(), Staging::Rows);
         }
-        if let Some(Ahead { first, delta, depth, staging, buf, tma }) = self.ahead.borrow().get(&x).cloned() {
+        if let Some(Ahead { first, delta, depth, staging, buf, tma }) = self.ahead.get(&x).cloned() {
             // This iteration's copy is the oldest of the (at most) `depth + 1` pending groups.
             let depth = proc_macro2::Literal::usize_unsuffixed(depth);
             let wait = tma.unwrap_or_else(|| quote!(#d::cp_async_wait_group::<#depth>();));
@@ -187,20 +187,20 @@ impl DevGen<'_> {
             let (align, size) = op.tile_bytes();
             let fence = self.operand_staging(op.layout).1;
             let off = self.alloc_aligned(size, align);
-            self.resident.borrow_mut().insert(op.x, off);
+            self.resident.insert(op.x, off);
             plans.push((op.x, self.operand_tile(op.x, op.layout, op.rows, op.inner), off, fence));
         }
         if plans.is_empty() {
             return quote!();
         }
-        self.floor.set(self.cursor.get());
+        self.smem.keep();
         let d = &self.p.d;
         let code = plans.iter().map(|(x, (tile, staging), off, fence)| {
             let stage = self.stage_operand(*x, *tile, *staging, &quote!(#off));
             quote!(#stage #d::cp_async_wait_all(); #fence)
         });
         let code: Vec<TokenStream> = code.collect();
-        self.cursor.set(self.floor.get());
+        self.smem.clear();
         quote!(#(#code)* #d::bar_sync();)
     }
 
@@ -235,9 +235,9 @@ impl DevGen<'_> {
         });
         for (i, (o, _)) in ops.iter().enumerate() {
             let wait = tma.as_ref().map(|a| a.waits[i].clone());
-            self.ahead.borrow_mut().insert(o.x, Ahead { first: o.first, delta: o.delta, depth, staging: o.staging, buf: buf.clone(), tma: wait });
+            self.ahead.insert(o.x, Ahead { first: o.first, delta: o.delta, depth, staging: o.staging, buf: buf.clone(), tma: wait });
         }
-        self.floor.set(self.cursor.get());
+        self.smem.keep();
         let d = &self.p.d;
         let id = crate::expand_cpu::local_ident(k, var);
         let cold = tma.is_some();
@@ -276,7 +276,7 @@ impl DevGen<'_> {
             }
             #d::cp_async_commit();
         };
-        self.cursor.set(self.floor.get());
+        self.smem.clear();
         let first = match &tma {
             Some(a) => {
                 let (pre, flag, tfirst) = (&a.pre, &a.flag, &a.first);
@@ -289,8 +289,8 @@ impl DevGen<'_> {
 
     /// After generating the body of the loop version with tensor-map copies ahead: the body is
     /// generated again for the `cp.async` version, whose operands wait for their copy groups.
-    pub(super) fn ahead_without_tma(&self) {
-        for a in self.ahead.borrow_mut().values_mut() {
+    pub(super) fn ahead_without_tma(&mut self) {
+        for a in self.ahead.values_mut() {
             a.tma = None;
         }
     }
@@ -316,7 +316,8 @@ impl DevGen<'_> {
         // go straight to their place in the tile).
         let general = |g: &mut Self| {
             g.phase_in(numel, g.reduce_layout(x), |g| {
-                let v = g.staged_value(x, g.ev(x, &At::Own)).1;
+                let v = g.ev(x, &At::Own);
+                let v = g.staged_value(x, v).1;
                 let idx = tile.index(quote!(__f));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
@@ -345,7 +346,8 @@ impl DevGen<'_> {
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
-                let v = self.staged_value(x, self.ev(load, &at(i))).1;
+                let v = self.ev(load, &at(i));
+                let v = self.staged_value(x, v).1;
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
             })
             .collect();
@@ -399,7 +401,8 @@ impl DevGen<'_> {
         let e = self.staged_value(x, quote!()).0;
         let general = |g: &mut Self| {
             g.phase(rows * inner, |g| {
-                let v = g.staged_value(x, g.ev(x, &At::Own)).1;
+                let v = g.ev(x, &At::Own);
+                let v = g.staged_value(x, v).1;
                 let idx = tile.index(quote!(((__f % #inner) * #rows + __f / #inner)));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
@@ -420,7 +423,8 @@ impl DevGen<'_> {
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
-                let v = self.staged_value(x, self.ev(load, &at(i))).1;
+                let v = self.ev(load, &at(i));
+                let v = self.staged_value(x, v).1;
                 let idx = tile.index(quote!((__col * #rows + __r0 + #i)));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })

@@ -28,16 +28,16 @@ impl DevGen<'_> {
 
     /// Enters the iteration context element code is generated in (`numel` elements in `layout`;
     /// `numel = 0` for code at explicit flat indices), with no staged values yet.
-    pub(super) fn enter_iteration(&self, numel: usize, layout: Layout) -> IterScope {
-        IterScope { numel: self.iter_numel.replace(numel), layout: self.iter_layout.replace(layout), staged: self.staged.replace(vec![]) }
+    pub(super) fn enter_iteration(&mut self, numel: usize, layout: Layout) -> IterScope {
+        IterScope { numel: std::mem::replace(&mut self.iter_numel, numel), layout: std::mem::replace(&mut self.iter_layout, layout), staged: std::mem::take(&mut self.staged) }
     }
 
     /// Restores the outer iteration context; returns the values the code generated inside read
     /// at other threads' coordinates (to stage in shared memory).
-    pub(super) fn leave_iteration(&self, scope: IterScope) -> Vec<(MatVar, usize)> {
-        self.iter_numel.set(scope.numel);
-        self.iter_layout.set(scope.layout);
-        self.staged.replace(scope.staged)
+    pub(super) fn leave_iteration(&mut self, scope: IterScope) -> Vec<(MatVar, usize)> {
+        self.iter_numel = scope.numel;
+        self.iter_layout = scope.layout;
+        std::mem::replace(&mut self.staged, scope.staged)
     }
 
     /// Code before and after a phase that reads `staged` values: each is copied to its shared

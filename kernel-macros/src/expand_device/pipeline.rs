@@ -111,7 +111,7 @@ struct TmaOp {
 impl DevGen<'_> {
     /// The buffer behind the scalar pointer `p` that the pointer block `ptr_block` is computed
     /// from (see [`ScalarBase`]), when both come from the same pointer parameter.
-    fn scalar_base(&self, p: ExprId, ptr_block: ExprId) -> Option<ScalarBase> {
+    fn scalar_base(&mut self, p: ExprId, ptr_block: ExprId) -> Option<ScalarBase> {
         let k = self.k;
         let param = self.scalar_param(p, ptr_block)?;
         let ParamKind::Ptr(dt) = k.params[param].kind else { return None };
@@ -130,7 +130,7 @@ impl DevGen<'_> {
     /// evaluated in its own type, as the kernel computes it, widened, and the blocks summed
     /// (wrapping, as addresses do), which is exactly where the kernel's pointer arithmetic puts
     /// the element. For one block, its value widened.
-    fn offsets_at(&self, ptr: ExprId, sum: &PtrSum, at: &At) -> TokenStream {
+    fn offsets_at(&mut self, ptr: ExprId, sum: &PtrSum, at: &At) -> TokenStream {
         let d = &self.p.d;
         let parts = sum.offs.iter().map(|&o| {
             let (t, v) = (self.elem(&self.k.exprs[o].ty), self.operand(ptr, o, at));
@@ -191,7 +191,7 @@ impl DevGen<'_> {
         let use_tma = proven && tma_opers.len() == plan.ops.len();
         let pre_out = if use_tma { Vec::new() } else { std::mem::take(&mut pre) };
         // A part of a split loop runs its own run of iterations (`split.rs`).
-        let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &lc.var_t)).unzip();
+        let (split_range, split_after) = self.p.split_of(var).map(|sl| self.split_range_code(sl, &lc.var_t)).unzip();
         let (body, inval) = if use_tma {
             let after = (step_final.as_slice(), split_after.as_ref(), rest);
             let (sa_wg, sb_wg) = &product.wg_tiles;
@@ -269,7 +269,7 @@ impl DevGen<'_> {
     /// the proven and the checked versions, chosen by the bounds vote (`cp_async_versions`),
     /// else the checked loop alone; with transposable operands (flags `cols`), the same again
     /// for the staging as written (`as_written`), run when no operand is transposed.
-    fn cp_async_body(&self, lc: &LoopCode, as_written: Option<&LoopCode>, cols: &[Ident], proven: bool) -> TokenStream {
+    fn cp_async_body(&mut self, lc: &LoopCode, as_written: Option<&LoopCode>, cols: &[Ident], proven: bool) -> TokenStream {
         let d = &self.p.d;
         let flag = proven.then(|| self.alloc(16));
         let versions = |lc: &LoopCode| match flag {
@@ -297,7 +297,7 @@ impl DevGen<'_> {
 
     /// Before the loop: the step per iteration of each affine pointer local that the loop
     /// `plan` steps (`__st<l>`, in elements, negated where it is subtracted).
-    fn step_defs(&self, plan: &PipePlan) -> Vec<TokenStream> {
+    fn step_defs(&mut self, plan: &PipePlan) -> Vec<TokenStream> {
         let (k, d) = (self.k, &self.p.d);
         plan.steps
             .iter()
@@ -489,7 +489,7 @@ impl DevGen<'_> {
     /// code after the loop, which the fallback runs itself when it takes the rest of the body.
     #[allow(clippy::type_complexity)]
     fn tma_body(
-        &self,
+        &mut self,
         cx: &PipeCx<'_>,
         lc: &LoopCode,
         (tma_opers, tma_descs, pre): (Vec<TmaOperand>, Vec<TmaDesc>, Vec<TokenStream>),
@@ -619,10 +619,10 @@ impl DevGen<'_> {
 
     /// The shared memory of the pipelined loop `plan`, allocated at the cursor, which is where the
     /// plan put the loop's buffers (`PipeMem::floor`), with the plan's stage count.
-    fn pipe_smem(&self, plan: &PipePlan) -> PipeSmem {
+    fn pipe_smem(&mut self, plan: &PipePlan) -> PipeSmem {
         let Layout::Mma { n, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
         let mem = &plan.mem;
-        assert_eq!(self.cursor.get(), mem.floor, "internal error: the pipelined loop's shared memory is not where the device plan put it");
+        assert_eq!(self.smem.cursor(), mem.floor, "internal error: the pipelined loop's shared memory is not where the device plan put it");
         // `wgmma` tiles start on whole 1024-byte swizzle patterns; its reads go through the async
         // proxy, which must see the copies (and element stores) first.
         let (align, fence) = self.operand_staging(plan.layout);

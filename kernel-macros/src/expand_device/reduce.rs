@@ -23,7 +23,7 @@ impl DevGen<'_> {
     /// The layout a reduction iterates its operand in: the `mma` layout of a `dot` result (or of
     /// elementwise code over one), so that it is read in registers; the cyclic layout otherwise.
     pub(super) fn reduce_layout(&self, x: ExprId) -> Layout {
-        if let Some(m) = self.temps.borrow().get(&x) {
+        if let Some(m) = self.temps.get(&x) {
             return m.layout;
         }
         self.elementwise_mma_source(x, &self.shapes[x], &self.layouts).unwrap_or(Layout::Cyclic)
@@ -195,7 +195,7 @@ impl DevGen<'_> {
             let v = partial(i);
             quote!(#from(#v))
         });
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: rows });
+        self.temps.insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: rows });
         quote! {
             let #out: [#t; #np] = {
                 #code

@@ -12,7 +12,7 @@ impl DevGen<'_> {
         let t = self.elem(&self.k.exprs[id].ty);
         let out = self.fresh(prefix);
         if self.shapes[id].is_empty() {
-            self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
+            self.temps.insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
             let v = value_at(quote!(0usize));
             return quote! {
                 #code
@@ -24,7 +24,7 @@ impl DevGen<'_> {
         let pt = self.per_thread(nout);
         let v = value_at(quote!(__f));
         let gather = self.phase(nout, |_| quote!(#out[__j] = #v;));
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
+        self.temps.insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
         quote! {
             let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
             #code

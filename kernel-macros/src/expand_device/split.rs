@@ -14,7 +14,7 @@ use super::*;
 impl DevGen<'_> {
     /// Steps the affine locals of the loop that `only` lists `times` iterations (an `i64`
     /// expression) at once.
-    fn split_advance(&self, sl: &SplitLoop, only: &[LocalId], times: TokenStream) -> TokenStream {
+    fn split_advance(&mut self, sl: &SplitLoop, only: &[LocalId], times: TokenStream) -> TokenStream {
         let (k, d) = (self.k, &self.p.d);
         let code = sl.steps.iter().filter(|s| only.contains(&s.0)).map(|(l, st, sub)| {
             let off = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
@@ -33,7 +33,7 @@ impl DevGen<'_> {
     /// of type `var_t`) is known: this part's iterations replace the loop's, and the stepped
     /// locals move to the part's first iteration. Returns that code and the code after the
     /// loop that moves them on to where the whole loop leaves them.
-    pub(super) fn split_range_code(&self, sl: &SplitLoop, var_t: &TokenStream) -> (TokenStream, TokenStream) {
+    pub(super) fn split_range_code(&mut self, sl: &SplitLoop, var_t: &TokenStream) -> (TokenStream, TokenStream) {
         let d = &self.p.d;
         let all: Vec<LocalId> = sl.steps.iter().map(|s| s.0).collect();
         let before = self.split_advance(sl, &all, quote!(__sk_it0));
@@ -56,7 +56,7 @@ impl DevGen<'_> {
     /// program's workspace slot, counts the part, and ends the block unless it is the last
     /// part, which sums every part's partial (in part order, from the workspace) into the
     /// accumulator and goes on with the program.
-    pub(super) fn split_reduce_code(&self, sl: &SplitLoop) -> TokenStream {
+    pub(super) fn split_reduce_code(&mut self, sl: &SplitLoop) -> TokenStream {
         let (k, d) = (self.k, &self.p.d);
         let acc = crate::expand_cpu::local_ident(k, sl.acc);
         let floats = self.split_floats(sl);
@@ -65,7 +65,7 @@ impl DevGen<'_> {
         // The last-part flag lives at offset 0: after the loop (which ends with a block
         // barrier) no shared memory of the statement is live any more.
         let flag = 0usize;
-        self.smem_max.set(self.smem_max.get().max(16));
+        self.smem.cover(16);
         // Slot `j` of thread `t`: 16 bytes per thread and group of four slots (a warp writes 512
         // contiguous bytes), or one float per thread and slot. `read(op)` applies `op` (`=`, `+=`)
         // to each slot and the value read back from L2.

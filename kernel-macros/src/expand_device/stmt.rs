@@ -58,8 +58,8 @@ impl DevGen<'_> {
     /// [`Self::gen_stmt`]; a software-pipelined loop's cold fallback runs `rest`, the code
     /// after it, itself (see `body`).
     fn gen_stmt_then(&mut self, s: &Stmt, out: &mut TokenStream, rest: Option<&TokenStream>) {
-        self.cursor.set(self.floor.get());
-        self.temps.borrow_mut().clear();
+        self.smem.clear();
+        self.temps.clear();
         for r in Self::stmt_roots(s) {
             self.hoist(r, out);
         }
@@ -236,31 +236,31 @@ impl DevGen<'_> {
     fn for_stmt(&mut self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), body: &[Stmt], rest: Option<&TokenStream>) -> TokenStream {
         let k = self.k;
         let d = &self.p.d;
-        let reduce = self.split_of(var).map(|sl| self.split_reduce_code(sl));
+        let reduce = self.p.split_of(var).map(|sl| self.split_reduce_code(sl));
         if let Some(code) = self.try_pipelined(var, (start, end, step), rest) {
             return quote!(#code #reduce);
         }
         let id = crate::expand_cpu::local_ident(k, var);
         let t = self.elem(&k.locals[var].ty);
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
-        let split = self.split_of(var).map(|sl| self.split_range_code(sl, &t));
-        let (floor, resident) = (self.floor.get(), self.stage_resident(var));
+        let split = self.p.split_of(var).map(|sl| self.split_range_code(sl, &t));
+        let (floor, resident) = (self.smem.floor(), self.stage_resident(var));
         // Copies ahead, counting round the buffer each iteration reads (not in split
         // loops, whose parts start inside the loop).
         let ahead = self.copy_ahead(var, &t);
-        let inner_floor = self.floor.get();
+        let inner_floor = self.smem.floor();
         // With tensor-map copies ahead, the body twice: the loop version with those copies, then
         // the `cp.async` one.
         let tma_body = ahead.as_ref().and_then(|a| a.tma.as_ref()).map(|_| {
             let b = self.stmts(body);
             self.ahead_without_tma();
-            self.floor.set(inner_floor);
-            self.cursor.set(inner_floor);
+            self.smem.restore_floor(inner_floor);
+            self.smem.clear();
             b
         });
         let body = self.stmts(body);
         let loop_tests = self.take_loop_tests(var);
-        self.floor.set(floor);
+        self.smem.restore_floor(floor);
         let (resident, body, tma_loop) = match &ahead {
             Some(a) => {
                 let (first, next, buf, advance) = (&a.first, &a.next, &a.buf, a.advance());

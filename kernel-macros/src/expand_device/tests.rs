@@ -359,7 +359,7 @@ fn store_steps(src: &str) -> Vec<bool> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
-    let g = DevGen::new(&p);
+    let mut g = DevGen::new(&p);
     k.body
         .iter()
         .filter_map(|s| match s {

@@ -45,7 +45,7 @@ impl<'k> DevGen<'k> {
     /// index), which may therefore be read for the whole chunk at once.
     fn own_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
         let k = self.k;
-        if self.temps.borrow().contains_key(&e) {
+        if self.temps.contains_key(&e) {
             return;
         }
         match &k.exprs[e].kind {
@@ -109,10 +109,10 @@ impl<'k> DevGen<'k> {
         let clean = split.as_ref().and_then(|t| t.clean.clone()).map(|tests| (tests, self.chunk_reads(&loads, v, &body, true, true)));
         // Split, the phase's checked copy reads its loads element by element (and a store
         // writes each element as it is computed).
-        let saved_pre = self.prefetched.replace(HashMap::new());
+        let saved_pre = std::mem::take(&mut self.prefetched);
         let store_elem = out.as_ref().and_then(|o| o.store_elem);
         let split = split.map(|test| (test, if let Some(f) = store_elem { f(self) } else { body(self) }));
-        self.prefetched.replace(saved_pre);
+        self.prefetched = saved_pre;
         let staged = self.leave_iteration(scope);
         let (pre, post) = self.staging(&staged);
         let threads = self.threads;
@@ -186,9 +186,9 @@ impl<'k> DevGen<'k> {
             names.insert(*l, (name.clone(), split && !clean));
             load_names.push(name);
         }
-        let saved = self.prefetched.replace(names);
+        let saved = std::mem::replace(&mut self.prefetched, names);
         let b = body(self);
-        self.prefetched.replace(saved);
+        self.prefetched = saved;
         (load_code, load_names, b)
     }
 
@@ -333,7 +333,7 @@ impl<'k> DevGen<'k> {
     /// An affine local (a block stepped by a scalar in a loop, `ptrs += BLOCK`) is its first
     /// value plus a scalar offset: it reads what its first value reads.
     fn reads_arrays(&self, e: ExprId) -> bool {
-        if self.temps.borrow().contains_key(&e) {
+        if self.temps.contains_key(&e) {
             return true;
         }
         match &self.k.exprs[e].kind {
@@ -638,10 +638,10 @@ impl<'k> DevGen<'k> {
             };
             PhaseOut { dest: None, store_after, store_after_clean, store_test, store_elem: Some(&elem) }
         });
-        let cursor = self.cursor.get();
+        let before = self.smem.mark();
         let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false, out);
         // (Generated again rolled below only when the first generation staged nothing in shared memory.)
-        let staged_nothing = self.cursor.get() == cursor;
+        let staged_nothing = !self.smem.allocated_since(before);
         match self.mma_store_fast(numel, layout, ptr, value, mask, span) {
             Some((setup, fast, Some(chunked))) => {
                 // A warp whose rows are not all whole and masked in (an edge block) stores them
@@ -733,13 +733,9 @@ impl<'k> DevGen<'k> {
             return None;
         }
         let (e, vt, size) = (self.elem(ty), self.elem(&k.exprs[ptr].ty), elem_size(&ty.elem));
-        let saved = (self.cursor.get(), self.smem_max.get());
+        // When giving up, shared memory that a staged read allocated is given back (`before`).
+        let before = self.smem.mark();
         let scope = self.enter_iteration(numel, layout);
-        // When giving up: shared memory that a staged read allocated is given back.
-        let restore = |g: &Self| {
-            g.cursor.set(saved.0);
-            g.smem_max.set(saved.1);
-        };
         // 16-bit values in groups of four 8-column tiles are stored 16 bytes at a time: the four
         // lanes of a quad (one row) exchange their column pairs (`quad_transpose`), so the test
         // covers the quad's whole row, `c - 2 * (lane % 4)` on, and is taken warp-wide (the
@@ -747,7 +743,7 @@ impl<'k> DevGen<'k> {
         let wide = size == 2 && tn % 4 == 0;
         let Some((firsts, tests)) = self.mma_store_rows(layout, ptr, mask, wide, size, bytes) else {
             self.leave_iteration(scope);
-            restore(self);
+            self.smem.reset(before);
             return None;
         };
         let val = self.operand(ptr, value, &At::Own);
@@ -764,7 +760,7 @@ impl<'k> DevGen<'k> {
         });
         let groups = self.mma_store_groups(layout, &firsts, wide, &e, &vt);
         if !self.leave_iteration(scope).is_empty() {
-            restore(self);
+            self.smem.reset(before);
             return None;
         }
         let all = quote!(true #(&& #tests)*);

@@ -130,7 +130,7 @@ impl DevGen<'_> {
     /// `0..=len`): where `a` is below `b` (or not above). Should `a` pass its type's maximum over
     /// the block (it wraps, and the kept elements need not be a prefix) the length is `len`: the
     /// caller then tests the whole block.
-    pub(super) fn prefix_kept(&self, parent: ExprId, (a, b, inclusive): PrefixBounds, (len, span): (TokenStream, TokenStream)) -> TokenStream {
+    pub(super) fn prefix_kept(&mut self, parent: ExprId, (a, b, inclusive): PrefixBounds, (len, span): (TokenStream, TokenStream)) -> TokenStream {
         let max = match self.k.exprs[a].ty.dtype() {
             Some(DType::I32) => quote!(i32::MAX as i64),
             _ => quote!(i64::MAX),
@@ -153,7 +153,7 @@ impl DevGen<'_> {
     /// one element, the first is 4-byte aligned (unless the analysis of multiples proves it), the
     /// last pointer is where the first one's run ends (no offset wrapped), and the range is
     /// inside the buffer.
-    pub(super) fn range_checks(&self, parent: ExprId, ptr: ExprId, step: &TokenStream, size: usize) -> TokenStream {
+    pub(super) fn range_checks(&mut self, parent: ExprId, ptr: ExprId, step: &TokenStream, size: usize) -> TokenStream {
         let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
         let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
         let align = super::vector::pieces_align();

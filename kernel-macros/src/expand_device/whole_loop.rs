@@ -85,7 +85,7 @@ impl DevGen<'_> {
                 }
             };
         };
-        self.loop_tests.borrow_mut().push((lv, code));
+        self.loop_tests.push((lv, code));
         Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)), looped: Some(lv) })
     }
 
@@ -143,15 +143,15 @@ impl DevGen<'_> {
     pub(super) fn combine_loop_tests(&mut self, var: LocalId, tests: &[TokenStream], cleans: &[TokenStream]) -> (TokenStream, TokenStream) {
         let (t, c) = (self.fresh("lt"), self.fresh("lc"));
         let code = quote!(let (#t, #c): (bool, bool) = (true #(&& #tests)*, true #(&& #cleans)*););
-        self.loop_tests.borrow_mut().push((var, code));
+        self.loop_tests.push((var, code));
         (quote!(#t), quote!(#c))
     }
 
     /// The loop-level tests registered for the loop over `var` (see
     /// [`Self::whole_loop_test`]), taken out: the statements that compute their flags, placed
     /// after the loop's `__start`, `__end` and `__step`.
-    pub(super) fn take_loop_tests(&self, var: LocalId) -> TokenStream {
-        let mut all = self.loop_tests.borrow_mut();
+    pub(super) fn take_loop_tests(&mut self, var: LocalId) -> TokenStream {
+        let all = &mut self.loop_tests;
         let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(l, _)| *l == var);
         *all = rest;
         mine.into_iter().map(|(_, code)| code).collect()

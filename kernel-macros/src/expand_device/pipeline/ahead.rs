@@ -218,7 +218,7 @@ impl DevGen<'_> {
     /// landed: each gets `other` in shared memory (each thread its elements `tid, tid + threads,
     /// ...`, a rolled loop that keeps few registers: it runs where the loop's accumulators are
     /// live), in the iterations where some element may be masked (`__nofix`, `__fixlast`).
-    fn ahead_fixup(&self, op: &PipeOp, o: &AheadOperand, buf: &Ident) -> Option<TokenStream> {
+    fn ahead_fixup(&mut self, op: &PipeOp, o: &AheadOperand, buf: &Ident) -> Option<TokenStream> {
         let d = &self.p.d;
         let mk = op.mask?;
         let e = self.elem(&self.k.exprs[op.x].ty);

@@ -166,10 +166,12 @@ impl<'a> DevGen<'a> {
         if let Some(so) = &so_regs {
             pre.push(self.so_registers(&oc, so));
         }
-        let fast_chunks = self.chunk_copies(&oc, &proven_ptr, (&oc.so_in(Staging::Rows), so_regs.as_ref()), &all, false, &self.proven_elems(&oc, Staging::Rows));
+        let elems = self.proven_elems(&oc, Staging::Rows);
+        let fast_chunks = self.chunk_copies(&oc, &proven_ptr, (&oc.so_in(Staging::Rows), so_regs.as_ref()), &all, false, &elems);
         let fast_in = |g: &mut Self, o: Staging| {
             let all = g.chunk_unmasked(&oc, o, &masks);
-            g.chunk_copies(&oc, &proven_ptr, (&oc.so_in(o), None), &all, false, &g.proven_elems(&oc, o))
+            let elems = g.proven_elems(&oc, o);
+            g.chunk_copies(&oc, &proven_ptr, (&oc.so_in(o), None), &all, false, &elems)
         };
         if let Some(b) = &based {
             let (lo, hi) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
@@ -236,7 +238,7 @@ impl<'a> DevGen<'a> {
 
     /// A transposable operand's choice of staging before the loop (`__cols<oi>`): transposed
     /// when the elements of a column are consecutive and those of a row are not.
-    fn staging_choice(&self, oc: &OpCx<'_>) -> Option<TokenStream> {
+    fn staging_choice(&mut self, oc: &OpCx<'_>) -> Option<TokenStream> {
         let c = oc.cols.as_ref()?;
         let (op, inner, bytes) = (oc.op, oc.inner, oc.size);
         let (p0, p1, pr) = (self.ev(op.base, &At::Flat(quote!(0usize))), self.ev(op.base, &At::Flat(quote!(1usize))), self.ev(op.base, &At::Flat(quote!(#inner))));
@@ -252,7 +254,7 @@ impl<'a> DevGen<'a> {
 
     /// The mask of each of the 8 elements of the chunk at `__f0` in staging `o` (`true` for an
     /// unmasked load).
-    fn chunk_masks(&self, oc: &OpCx<'_>, o: Staging) -> Vec<TokenStream> {
+    fn chunk_masks(&mut self, oc: &OpCx<'_>, o: Staging) -> Vec<TokenStream> {
         match oc.op.mask {
             Some(mk) => (0..8usize).map(|i| self.operand(oc.op.load, mk, &At::Flat(oc.flat_in(o, quote!(#i))))).collect(),
             None => vec![quote!(true); 8],
@@ -316,7 +318,7 @@ impl<'a> DevGen<'a> {
 
     /// Element `__f0 + __i` of the chunk in staging `o` (see [`OpCx::flat_in`]): its pointer
     /// (before the iteration's offset), its mask and its `other` value.
-    fn chunk_elem(&self, oc: &OpCx<'_>, o: Staging) -> (TokenStream, TokenStream, TokenStream) {
+    fn chunk_elem(&mut self, oc: &OpCx<'_>, o: Staging) -> (TokenStream, TokenStream, TokenStream) {
         let (op, e) = (oc.op, &oc.e);
         let at_i = At::Flat(oc.flat_in(o, quote!(__i)));
         (
@@ -330,7 +332,7 @@ impl<'a> DevGen<'a> {
     /// trip count is opaque, so that the rarely taken code stays small and the K loop fits the
     /// instruction cache) that binds each one's mask bit `__m` and address `__a` and runs
     /// `body` (given the element's `other` value).
-    fn elem_loop(&self, oc: &OpCx<'_>, o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
+    fn elem_loop(&mut self, oc: &OpCx<'_>, o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
         let (d, e, off) = (&self.p.d, &oc.e, &oc.off);
         let (b_i, m_i, o_i) = self.chunk_elem(oc, o);
         let body = body(&o_i);
@@ -348,7 +350,7 @@ impl<'a> DevGen<'a> {
 
     /// The checked element path of a chunk in staging `o` into `__sp`: each element is read
     /// where it is unmasked and inside its buffer (a fault reported otherwise), else `other`.
-    fn checked_elems(&self, oc: &OpCx<'_>, checks: &ChunkChecks, o: Staging) -> TokenStream {
+    fn checked_elems(&mut self, oc: &OpCx<'_>, checks: &ChunkChecks, o: Staging) -> TokenStream {
         let d = &self.p.d;
         let ChunkChecks { open, check, close, .. } = checks;
         let checked_loop = self.elem_loop(oc, o, &|o_i| {
@@ -366,7 +368,7 @@ impl<'a> DevGen<'a> {
 
     /// The unchecked element path of a chunk in staging `o` into `__sp`, for the loop version
     /// whose accesses are all proven in bounds before the loop.
-    fn proven_elems(&self, oc: &OpCx<'_>, o: Staging) -> TokenStream {
+    fn proven_elems(&mut self, oc: &OpCx<'_>, o: Staging) -> TokenStream {
         let d = &self.p.d;
         self.elem_loop(oc, o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });))
     }
@@ -376,7 +378,8 @@ impl<'a> DevGen<'a> {
     /// allows, any other element by element.
     fn checked_chunks(&mut self, oc: &OpCx<'_>, checks: &ChunkChecks, chunk_ptr: &ChunkPtr<'_>, masks: &[TokenStream], o: Staging) -> TokenStream {
         let (all, fits) = (self.chunk_unmasked(oc, o, masks), &checks.fits);
-        self.chunk_copies(oc, chunk_ptr, (&oc.so_in(o), None), &quote!(#all && #fits), true, &self.checked_elems(oc, checks, o))
+        let elems = self.checked_elems(oc, checks, o);
+        self.chunk_copies(oc, chunk_ptr, (&oc.so_in(o), None), &quote!(#all && #fits), true, &elems)
     }
 
     /// Before the loop, the registers `so` that hold each of this thread's chunks' offset in
@@ -510,14 +513,14 @@ impl<'a> DevGen<'a> {
     /// pointer of a `split` base `p + offsets` (see [`PtrSum`]), per chunk; `at(i)`: element `i` of the chunk
     /// at `__f0`) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
     /// in the loop, checked (misaligned when the chunk is not contiguous) and proven.
-    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<&PtrSum>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'a>, ChunkPtr<'a>) {
+    fn chunk_bases(&mut self, op: &PipeOp, oi: usize, split: Option<&PtrSum>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'a>, ChunkPtr<'a>) {
         let (k, d, threads) = (self.k, &self.p.d, self.threads);
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
         let size = elem_size(&k.exprs[op.x].ty.elem);
         // Whether the chunk's elements 1..8 follow its first (`first`, bound to `__q0`) in
         // memory, `next(i)` being element `i`'s test. Unrolled, so that the tests share the
         // row arithmetic of the chunk's elements: this runs in every block's prologue.
-        let contiguous = |first: TokenStream, next: &dyn Fn(TokenStream) -> TokenStream| {
+        let contiguous = |first: TokenStream, next: &mut dyn FnMut(TokenStream) -> TokenStream| {
             let tests = (1..8usize).map(|i| next(quote!(#i)));
             quote! {{
                 let __q0 = #first;
@@ -538,7 +541,7 @@ impl<'a> DevGen<'a> {
                     [o] => {
                         let ot = self.elem(&k.exprs[o].ty);
                         let first = self.operand(op.base, o, &at(quote!(0usize)));
-                        let offs = contiguous(first, &|i| {
+                        let offs = contiguous(first, &mut |i| {
                             let oi = self.operand(op.base, o, &at(i.clone()));
                             quote!(#oi == <#ot as #d::Num>::add(__q0, <#ot as #d::Elem>::from_i64(#i as i64)))
                         });
@@ -546,7 +549,7 @@ impl<'a> DevGen<'a> {
                     }
                     _ => {
                         let first = self.offsets_at(op.base, sum, &at(quote!(0usize)));
-                        let offs = contiguous(first, &|i| {
+                        let offs = contiguous(first, &mut |i| {
                             let oi = self.offsets_at(op.base, sum, &at(i.clone()));
                             quote!(#oi == __q0.wrapping_add(#i as i64))
                         });
@@ -591,7 +594,7 @@ impl<'a> DevGen<'a> {
             }
             None => {
                 let first = self.ev(op.base, &at(quote!(0usize)));
-                let ptrs = contiguous(first, &|i| {
+                let ptrs = contiguous(first, &mut |i| {
                     let pi = self.ev(op.base, &at(i.clone()));
                     quote!((#pi as usize) == (__q0 as usize) + #i * #size)
                 });

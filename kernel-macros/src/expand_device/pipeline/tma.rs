@@ -148,7 +148,7 @@ impl DevGen<'_> {
     }
 
     /// Operand `c.oi`'s side for `staging` with map `t` in slot `idx`.
-    pub(super) fn tma_side(&self, c: &TmaCtx, staging: Staging, t: &TmaDesc, idx: u32) -> Option<TmaSide> {
+    pub(super) fn tma_side(&mut self, c: &TmaCtx, staging: Staging, t: &TmaDesc, idx: u32) -> Option<TmaSide> {
         let d = &self.p.d;
         let (rows, inner) = (c.op.numel / c.op.inner, c.op.inner);
         // The box in map coordinates: `box_w` columns (elements of a map row) by `box_h` rows.
@@ -224,7 +224,7 @@ impl DevGen<'_> {
     /// (0: rows, 1: columns) along which the operand has dead lines, whose box need only start
     /// in the view (rows, for boxes moving along one row) or in its row (columns, for boxes
     /// moving by whole rows); the element check then tests that the live lines lie in it.
-    fn tma_coords(&self, c: &TmaCtx, idx: u32, pitch: &Ident, (box_w, box_h): (usize, usize), relax: Option<usize>) -> TokenStream {
+    fn tma_coords(&mut self, c: &TmaCtx, idx: u32, pitch: &Ident, (box_w, box_h): (usize, usize), relax: Option<usize>) -> TokenStream {
         let d = &self.p.d;
         let (off_expr, len, base_off) = (&c.off_expr, &c.len, &c.base_off);
         let first = self.offsets_at(c.op.base, &c.sum, &At::Flat(quote!(0usize)));
@@ -288,16 +288,16 @@ impl DevGen<'_> {
     /// masked. Where the operand has dead lines (`PipeOp::live`), only the live ones are
     /// checked, and they must lie in the view: each live row (dead rows), or the row up to the
     /// last live column (`__jl`, dead columns).
-    fn tma_post_rows(&self, c: &TmaCtx) -> Option<TokenStream> {
+    fn tma_post_rows(&mut self, c: &TmaCtx) -> Option<TokenStream> {
         let (inner, rows_n) = (c.op.inner, c.op.numel / c.op.inner);
         let checks = self.tma_rows_checks(c, None)?;
-        let checks = self.tma_with_dead_lines(c, checks, |c, live| self.tma_rows_checks(c, Some(live)), (inner, rows_n))?;
+        let checks = self.tma_with_dead_lines(c, checks, |g, c, live| g.tma_rows_checks(c, Some(live)), (inner, rows_n))?;
         Some(self.tma_post(c, checks.0, checks.1, inner, rows_n))
     }
 
     /// The element check of [`Self::tma_post_rows`] (the test, the test of the elements outside
     /// the view), of every row or only of the `live` ones.
-    fn tma_rows_checks(&self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
+    fn tma_rows_checks(&mut self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
         let d = &self.p.d;
         let op = c.op;
         let (inner, rows_n) = (op.inner, op.numel / op.inner);
@@ -389,16 +389,16 @@ impl DevGen<'_> {
     /// operand has dead lines (`PipeOp::live`), only the live ones are checked: its live
     /// columns (the map's rows) must lie in the view, its rows up to the last live one (`__jl`,
     /// the map's columns) in the map's row.
-    fn tma_post_cols(&self, c: &TmaCtx) -> Option<TokenStream> {
+    fn tma_post_cols(&mut self, c: &TmaCtx) -> Option<TokenStream> {
         let (rows_n, inner) = (c.op.numel / c.op.inner, c.op.inner);
         let checks = self.tma_cols_checks(c, None)?;
-        let checks = self.tma_with_dead_lines(c, checks, |c, live| self.tma_cols_checks(c, Some(live)), (rows_n, inner))?;
+        let checks = self.tma_with_dead_lines(c, checks, |g, c, live| g.tma_cols_checks(c, Some(live)), (rows_n, inner))?;
         Some(self.tma_post(c, checks.0, checks.1, rows_n, inner))
     }
 
     /// The element check of [`Self::tma_post_cols`] (the test, the test of the elements outside
     /// the view), of every line or only of the `live` ones.
-    fn tma_cols_checks(&self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
+    fn tma_cols_checks(&mut self, c: &TmaCtx, live: Option<LiveLines>) -> Option<(TokenStream, Option<TokenStream>)> {
         let d = &self.p.d;
         let k = self.k;
         let op = c.op;
@@ -409,7 +409,7 @@ impl DevGen<'_> {
         let dead = self.tma_dead_lines(c, live, 1, rows_n - 1);
         let (rows_end, col_live) = (dead.find_last.as_ref(), dead.line_live.clone());
         // `x` (or `y`) steps by one over lines `__r` where `guard` holds, and there `extra` holds.
-        let unit = |v: ExprId, count: usize, guard: Option<TokenStream>, extra: TokenStream| {
+        let mut unit = |v: ExprId, count: usize, guard: Option<TokenStream>, extra: TokenStream| {
             let t = self.elem(&k.exprs[v].ty);
             let (v0, vr) = (self.ev(v, &At::Flat(quote!(0usize))), self.ev(v, &At::Flat(quote!(__r))));
             let test = quote!(#extra __ok = __ok && #d::cast::<#t, i64>(#vr).wrapping_sub(#d::cast::<#t, i64>(#v0)) == __r as i64;);
@@ -448,7 +448,7 @@ impl DevGen<'_> {
     /// it is live (`line_live`) and then required to lie in the view (`in_view`); along the other
     /// axis the check runs up to the last live line, `__jl` (`find_last`: its search from `last`),
     /// which must lie in the map's row (`in_row`).
-    fn tma_dead_lines(&self, c: &TmaCtx, live: Option<LiveLines>, per_line: usize, last: usize) -> DeadLines {
+    fn tma_dead_lines(&mut self, c: &TmaCtx, live: Option<LiveLines>, per_line: usize, last: usize) -> DeadLines {
         let (tr, tc, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), &c.len);
         let none = DeadLines { find_last: None, in_row: quote!(), line_live: None, in_view: quote!() };
         let Some(l) = live else { return none };
@@ -487,9 +487,9 @@ impl DevGen<'_> {
     /// operand with dead lines (`PipeOp::live`), those of its live lines (`dead`), tried where
     /// the strict ones fail: the boxes of a block whose lines all lie in the view (`(box_w,
     /// box_h)` from the first box) take the strict checks first, the edge blocks the others.
-    fn tma_with_dead_lines(&self, c: &TmaCtx, strict: (TokenStream, Option<TokenStream>), dead: impl Fn(&TmaCtx, LiveLines) -> Option<(TokenStream, Option<TokenStream>)>, (box_w, box_h): (usize, usize)) -> Option<(TokenStream, Option<TokenStream>)> {
+    fn tma_with_dead_lines(&mut self, c: &TmaCtx, strict: (TokenStream, Option<TokenStream>), dead: impl FnOnce(&mut Self, &TmaCtx, LiveLines) -> Option<(TokenStream, Option<TokenStream>)>, (box_w, box_h): (usize, usize)) -> Option<(TokenStream, Option<TokenStream>)> {
         let Some(live) = c.op.live else { return Some(strict) };
-        let (test, outside) = dead(c, live)?;
+        let (test, outside) = dead(self, c, live)?;
         let (tr, tc, tw, len) = (format_ident!("__tr{}", c.oi), format_ident!("__tc{}", c.oi), format_ident!("__tW{}", c.oi), &c.len);
         let (w, h) = (box_w as i64, box_h as i64);
         let fits = quote!((#tr + #h) * #tw <= #len as i64 && #tc + #w <= #tw);
@@ -526,7 +526,7 @@ impl DevGen<'_> {
     /// them): each block's values lie between its value at the first element and that plus the
     /// increments of the terms it holds, inside the range of its type (half of it for `i64`).
     /// Then every block is affine over the tile, and so is their sum, from `__tO`.
-    fn tma_no_wrap(&self, c: &TmaCtx, (rows_of, cols_of): (usize, usize), (rows_n, inner): (usize, usize)) -> TokenStream {
+    fn tma_no_wrap(&mut self, c: &TmaCtx, (rows_of, cols_of): (usize, usize), (rows_n, inner): (usize, usize)) -> TokenStream {
         let (k, d) = (self.k, &self.p.d);
         let (last_r, last_c) = (rows_n as i64 - 1, inner as i64 - 1);
         let range = |o: ExprId| match k.exprs[o].ty.dtype() {
