@@ -213,12 +213,24 @@ impl Target {
 }
 
 /// The emitter of one body: translates a [`DevicePlan`] (read through `Deref`) into thread-level
-/// Rust, allocating shared memory and tracking barriers as it goes.
+/// Rust. It has no interior mutability: its state is the plain fields below, changed through
+/// `&mut self` (methods that only read the plan or that state take `&self`):
+/// - the shared-memory allocator (`smem`): the tiles the plan's loop schedules keep for the
+///   loops being generated lie below its floor; statement temporaries, staged values and
+///   reductions are bump-allocated above it; a pipelined loop's buffers are where the plan put
+///   them (checked);
+/// - per statement, its `dot` and reduction results (`temps`);
+/// - per phase, its iteration (`iter_numel`, `iter_layout`), the values it stages (`staged`)
+///   and the loads it reads ahead (`prefetched`);
+/// - per loop being generated, its resident and copied-ahead operands (`resident`, `ahead`)
+///   and its loop-level tests (`loop_tests`);
+/// - the fresh-name counter.
 struct DevGen<'a> {
     p: &'a DevicePlan<'a>,
     /// Dot/reduce results of the statement being generated.
     temps: HashMap<ExprId, MatVar>,
-    /// Materialized values the current phase reads at other threads' coordinates.
+    /// Materialized values the current phase reads at other threads' coordinates, with their
+    /// shared-memory offsets.
     staged: Vec<(MatVar, usize)>,
     /// The body's shared memory: each statement's allocations start at the floor, above the
     /// tiles the loops being generated keep (`resident`, `ahead`).
@@ -228,8 +240,11 @@ struct DevGen<'a> {
     resident: HashMap<ExprId, usize>,
     /// `dot` operands copied iterations ahead in the loops being generated (`operands.rs`).
     ahead: HashMap<ExprId, operands::Ahead>,
+    /// The elements and layout of the phase being generated (`phase.rs`: `enter_iteration`);
+    /// 0 elements for code at explicit flat indices.
     iter_numel: usize,
     iter_layout: Layout,
+    /// The number of the next fresh name (`fresh`).
     counter: usize,
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's

@@ -97,3 +97,31 @@ impl SmemAlloc {
         self.max
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SmemAlloc;
+
+    #[test]
+    fn allocations_above_the_floor_are_given_back_and_the_most_in_use_stays() {
+        let mut s = SmemAlloc::default();
+        let outer = s.floor();
+        assert_eq!(s.alloc(10, 16), 0);
+        assert_eq!(s.alloc(8, 16), 16);
+        s.keep();
+        assert_eq!((s.floor(), s.max()), (24, 24));
+        assert_eq!(s.alloc(100, 8), 24);
+        s.clear();
+        assert_eq!(s.alloc(4, 4), 24);
+        let before = s.mark();
+        assert_eq!(s.alloc(1000, 16), 32);
+        assert!(s.allocated_since(before));
+        s.reset(before);
+        assert_eq!((s.cursor(), s.max()), (28, 124));
+        s.cover(16);
+        assert_eq!(s.max(), 124);
+        s.restore_floor(outer);
+        s.clear();
+        assert_eq!(s.alloc(4, 4), 0);
+    }
+}

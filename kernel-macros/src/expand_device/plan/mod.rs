@@ -22,10 +22,12 @@
 //! - whether cold paths run out of line, and which loop's cold fallback runs the rest of the
 //!   body itself.
 //!
-//! Still decided while emitting: the other shared-memory offsets (the emitter's allocation
-//! cursor: statement temporaries, operands staged outside loops, reductions; it checks that a
-//! pipelined loop's buffers land where the plan put them) and the barriers inside the code of
-//! one statement (between the phases it stages values for).
+//! Still decided while emitting: the other shared-memory offsets and the barriers inside the
+//! code of one statement (between the phases it stages values for). The emitter has no interior
+//! mutability; its shared memory is a bump allocator (`smem_alloc.rs`, changed through
+//! `&mut self`): the tiles the loop schedules keep for a loop's body (resident and copied-ahead
+//! operands) below its floor, statement temporaries, staged values and reductions above it. It
+//! checks that a pipelined loop's buffers land where the plan put them.
 //!
 //! `KERNEL_DUMP=dir` writes each entry's plans (`<entry>.<target>.plan`), and the codegen
 //! snapshots (`kernel-macros/tests/codegen`) keep one per instance.
