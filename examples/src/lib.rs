@@ -15,6 +15,7 @@ pub mod layer_norm;
 pub mod logging;
 pub mod matmul;
 pub mod matmul_8bit;
+pub mod matmul_persistent;
 pub mod matmul_split_k;
 pub mod softmax;
 pub mod vector_add;

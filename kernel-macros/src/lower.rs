@@ -2359,15 +2359,6 @@ fn math_method_signature(name: &str, f: MathFn) -> String {
     format!("{}.{name}({})", p[0], p[1..].join(", "))
 }
 
-/// `16` or `[16, 16]` (one positive literal per axis, `rank` of them).
-fn hint_values_ok(e: &syn::Expr, rank: usize) -> bool {
-    let positive = |e: &syn::Expr| int_literal_text(e).and_then(|t| t.parse::<i64>().ok()).is_some_and(|v| v > 0);
-    match strip_parens(e) {
-        syn::Expr::Array(a) => a.elems.len() == rank && a.elems.iter().all(positive),
-        other => positive(other),
-    }
-}
-
 /// The name a parameter pattern binds (`_` for anything but a plain name).
 fn pat_name(p: &syn::Pat) -> String {
     match p {

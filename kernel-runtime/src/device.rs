@@ -178,6 +178,22 @@ impl Device {
         }
     }
 
+    /// How many program instances the device runs at once at one per unit: a GPU's streaming
+    /// multiprocessors (132 on an H100), the CPU's rayon threads. Persistent kernels launch
+    /// this many programs, each looping over tiles (Triton's `NUM_SMS`).
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// assert!(Device::cpu().multiprocessor_count() >= 1);
+    /// ```
+    pub fn multiprocessor_count(&self) -> usize {
+        match &self.kind {
+            Kind::Cpu => rayon::current_num_threads(),
+            #[cfg(feature = "cuda")]
+            Kind::Cuda(d) => d.sm_count as usize,
+        }
+    }
+
     /// A one-line human description: `CPU (rayon, 2 threads)` or
     /// `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)`.
     ///

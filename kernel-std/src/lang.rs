@@ -156,8 +156,9 @@
 //! ## Hints
 //!
 //! `multiple_of(offs, 16)`, `max_contiguous(offs, 64)` and `max_constancy(offs, 8)` (also with a
-//! list, one value per axis: `multiple_of(x, [16, 1])`) are accepted as in Triton and give
-//! their first argument: ported code compiles unchanged.
+//! list, one value per axis: `multiple_of(x, [16, 1])`; each value a positive integer known at
+//! compile time, such as `multiple_of(offs_am, BLOCK_SIZE_M)`) are accepted as in Triton and
+//! give their first argument: ported code compiles unchanged.
 //!
 //! **`multiple_of` on a scalar** — an integer (`multiple_of(stride, 8)`, `multiple_of(start,
 //! BLOCK)`) or a pointer (`multiple_of(x_ptr, 16)`: its address in bytes) — is a promise the

@@ -4,8 +4,11 @@
 //! ```text
 //! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
 //!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--sequential] [--progress]
-//!              [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt]
+//!              [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent]
 //! ```
+//!
+//! `--persistent` adds the provider `ours-persistent`: the persistent matmul
+//! (`examples::matmul_persistent`, Triton's tutorial 09), one program per multiprocessor.
 //!
 //! `--layout` makes A and/or B transposed views (`t`: the transpose of a contiguous tensor, as
 //! `nn.Linear` stores its weight); every provider gets the same views (Triton's exported
@@ -48,6 +51,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use examples::activation::leaky_relu_inplace;
 use examples::matmul::{leaky_relu, matmul_into};
+use examples::matmul_persistent::matmul_persistent_into;
 use kernel_bench::{flops_matmul, perf_report, Benchmark, Color, LineStyle, Measurement, Report};
 use kernel_runtime::baseline::{cublas_available, cublas_matmul_f16};
 use kernel_runtime::testing::{assert_close, do_bench_gpu, do_bench_gpu_interleaved, is_close, matmul_ref_f64, BenchFn, BenchOptions, BenchResult, Tolerance};
@@ -106,6 +110,9 @@ const TRITON_PROVIDERS: [Provider; 2] = [
     ("triton+relu", "Triton (+ fused LeakyReLU, same process)", (Color::RED, LineStyle::Dashed)),
 ];
 
+/// The persistent matmul, with `--persistent`.
+const PERSISTENT_PROVIDER: Provider = ("ours-persistent", "Ours (persistent, tutorial 09)", (Color::CYAN, LineStyle::Solid));
+
 /// Non-square shapes (M, N, K) and what each exercises.
 const NONSQUARE: [(usize, usize, usize, &str); 7] = [
     (8192, 8192, 512, "short K (outer-product-like)"),
@@ -130,10 +137,12 @@ struct Args {
     launch_overhead: bool,
     /// A and B each a transposed view (`--layout tn`, `nt`, `tt`).
     layout: (bool, bool),
+    /// Adds the persistent matmul (`--persistent`).
+    persistent: bool,
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -148,6 +157,7 @@ fn parse_args() -> Result<Args> {
         triton: None,
         launch_overhead: false,
         layout: (false, false),
+        persistent: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -168,6 +178,7 @@ fn parse_args() -> Result<Args> {
             "--sequential" => a.sequential = true,
             "--progress" => a.progress = true,
             "--launch-overhead" => a.launch_overhead = true,
+            "--persistent" => a.persistent = true,
             "--triton-kernels" => a.triton = Some(PathBuf::from(value("--triton-kernels")?)),
             "--layout" => {
                 a.layout = match value("--layout")?.as_str() {
@@ -286,6 +297,7 @@ impl Bench {
                 ),
                 "ours" => check(&|c| Ok(matmul_into(&a, &b, c, None)?), false),
                 "ours+relu" => check(&|c| Ok(matmul_into(&a, &b, c, Some(leaky_relu))?), true),
+                "ours-persistent" => check(&|c| Ok(matmul_persistent_into(&a, &b, c)?), false),
                 // Triton's kernels write into the point's `c`, which `check` fills with NaN first.
                 "triton" | "triton+relu" => {
                     let relu = provider == "triton+relu";
@@ -313,6 +325,7 @@ impl Bench {
             }
             "ours" => Ok(matmul_into(a, b, c, None)?),
             "ours+relu" => Ok(matmul_into(a, b, c, Some(leaky_relu))?),
+            "ours-persistent" => Ok(matmul_persistent_into(a, b, c)?),
             "triton" | "triton+relu" => match &p.triton[usize::from(provider == "triton+relu")] {
                 Some(t) => t.call(),
                 None => bail!("no Triton kernel loaded for this point"),
@@ -496,6 +509,9 @@ fn main() -> Result<()> {
     );
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut providers = PROVIDERS.to_vec();
+    if args.persistent {
+        providers.push(PERSISTENT_PROVIDER);
+    }
     let triton = match &args.triton {
         Some(dir) => {
             let kernels = triton::TritonKernels::open(dir)?;

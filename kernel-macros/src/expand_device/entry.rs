@@ -53,8 +53,9 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, (num_war
     let mut folded = fold::fold_static_ifs(k, vals);
     multiples::drop_proven_hints(&mut folded, vals);
     alias::inline_scalar_aliases(&mut folded);
-    let k = &folded;
     let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split, maxnreg };
+    let folded = step_pointers(folded, &inst(false));
+    let k = &folded;
     let only = targets_of(archs);
     let plain = entry_fn(k, entry_name, &inst(false), only)?;
     if plain.split_bytes == 0 {
@@ -65,6 +66,24 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, (num_war
     let tokens = [plain.tokens, split.tokens].into_iter().collect();
     let plans = plain.plans.into_iter().chain(split.plans).collect();
     Ok(DeviceEntry { tokens, shared_bytes: plain.shared_bytes.max(split.shared_bytes), tma: plain.tma, split_bytes: split.split_bytes, hidden: plain.hidden, split_hidden: split.hidden, plans })
+}
+
+/// `k` with the operand pointers of its K loops stepped (`stepped.rs`) where that lets the
+/// software pipeliner take the loop: the loops the rewrite changes are planned, and only those
+/// the plan then pipelines keep the change (a loop it still runs as written keeps the copies
+/// ahead that pointers recomputed from its variable allow).
+pub(super) fn step_pointers(k: Kernel, inst: &plan::Instance<'_>) -> Kernel {
+    let (all, loops) = stepped::step_operand_pointers(&k, None);
+    if loops.is_empty() {
+        return k;
+    }
+    let Ok(p) = plan::plan(&all, inst, Target::Sm80) else { return k };
+    let keep: std::collections::HashSet<LocalId> = loops.into_iter().filter(|v| matches!(p.schedule(*v), Schedule::Pipelined(_))).collect();
+    drop(p);
+    if keep.is_empty() {
+        return k;
+    }
+    stepped::step_operand_pointers(&k, Some(&keep)).0
 }
 
 /// The bodies of one entry: its plan and the code emitted from it, for each target it has a

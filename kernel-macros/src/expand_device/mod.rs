@@ -51,6 +51,7 @@ mod plan;
 
 pub use entry::entry;
 mod split;
+mod stepped;
 mod vector;
 mod whole;
 mod whole_loop;

@@ -1430,3 +1430,68 @@ fn only_the_stored_lines_of_an_accumulator_are_live() {
         assert!(a.is_none() && b.is_none(), "{why}: {a:?} {b:?}");
     }
 }
+
+/// A K loop whose body recomputes its operands' pointers from the loop variable (Triton's
+/// persistent matmul: `offs_k = k0 + arange(0, BK)`, `a_ptr + ... + offs_k[None, :] * s`) gets
+/// pointers stepped once per iteration, set before the loop to those of its first iteration,
+/// and is pipelined. Loops with two `dot`s, or whose pointers do not move as a whole with the
+/// variable (a gather), keep their code; so do loops the pipeliner would still not take (an
+/// 8-bit integer `dot`), which keep their copies ahead.
+#[test]
+fn pointers_recomputed_from_the_loop_variable_are_stepped() {
+    let kernel = |elem: &str, acc: &str, extra: &str, offs_a: &str| {
+        format!(
+            r#"
+            #[autotune(configs = [config(BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3)], key = [M])]
+            fn mm<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<{elem}>, b_ptr: Ptr<{elem}>, c_ptr: Ptr<{acc}>, M: i32, N: i32, K: i32, sak: i32) {{
+                let offs_m = program_id(0) * BM + arange(0, BM);
+                let offs_n = program_id(1) * BN + arange(0, BN);
+                let rk = arange(0, BK);
+                let mut acc = zeros::<{acc}>([BM, BN]);
+                let mut acc2 = zeros::<{acc}>([BM, BN]);
+                for k0 in range(16, K, BK) {{
+                    let offs_k = k0 + rk;
+                    let a = load(a_ptr + offs_m.as_col() * K + {offs_a}.as_row() * sak, offs_k.as_row() < K, 0);
+                    let b = load(b_ptr + (offs_k.as_col() * N + offs_n.as_row()), offs_k.as_col() < K, 0);
+                    acc = dot(a, b, acc);
+                    {extra}
+                }}
+                store(c_ptr + offs_m.as_col() * N + offs_n.as_row(), acc + acc2);
+            }}"#
+        )
+    };
+    let instance = |src: &str| {
+        let (_, inst) = expand("", src);
+        let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
+        let (k, vals): (&'static Kernel, &'static HashMap<String, i64>) = (Box::leak(Box::new(k)), Box::leak(Box::new(vals)));
+        (k, vals, warps, stages)
+    };
+    let (k, vals, warps, stages) = instance(&kernel("f16", "f32", "", "offs_k"));
+    assert!(matches!(only_loop(&plan_of(k, vals, warps, stages, Target::Sm80)), Schedule::AsWritten { .. }));
+    let (s, loops) = stepped::step_operand_pointers(k, None);
+    assert_eq!(loops.len(), 1);
+    let s: &'static Kernel = Box::leak(Box::new(s));
+    let p = plan_of(s, vals, warps, stages, Target::Sm80);
+    let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
+    let steps: Vec<String> = pp.steps.iter().map(|(_, st, _)| s.expr_text(*st)).collect();
+    assert_eq!(steps, ["((1 * sak) * BK)", "((1 * N) * BK)"]);
+    let firsts: Vec<String> = s.body.iter().filter_map(|st| match st {
+        Stmt::Let { local, value } if s.locals[*local].mutable && s.locals[*local].name.ends_with("stepped") => Some(s.expr_text(*value)),
+        _ => None,
+    }).collect();
+    assert_eq!(firsts.len(), 2);
+    assert!(firsts.iter().all(|f| f.contains("(16 + %rk.2)")), "the first iteration's pointers: {firsts:?}");
+    for (why, src) in [
+        ("two dots", kernel("f16", "f32", "acc2 = dot(a, b, acc2);", "offs_k")),
+        ("a gather", kernel("f16", "f32", "", "(offs_k * offs_k)")),
+    ] {
+        let (k, ..) = instance(&src);
+        assert!(stepped::step_operand_pointers(k, None).1.is_empty(), "{why}");
+    }
+    // An i8 `dot` is not pipelined: its loop keeps the pointers as written, copied ahead.
+    let (k, vals, warps, stages) = instance(&kernel("i8", "i32", "", "offs_k"));
+    assert_eq!(stepped::step_operand_pointers(k, None).1.len(), 1, "the rewrite applies");
+    let kept: &'static Kernel = Box::leak(Box::new(entry::step_pointers(k.clone(), &plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None })));
+    let p = plan_of(kept, vals, warps, stages, Target::Sm80);
+    assert!(matches!(only_loop(&p), Schedule::AsWritten { ahead, .. } if ahead.len() == 2), "{p}");
+}

@@ -4,7 +4,8 @@
 //! relies on: the value is bound to a hidden local, and a check of the promise follows
 //! (`Stmt::Assert` with `hint`), which both backends run — where it fails, the launch fails
 //! with the hint's report — unless the code generator proves it. The hints on blocks are
-//! accepted as in Triton and change nothing: contiguity and constancy along a block are found
+//! accepted as in Triton (their values positive integers known at compile time, such as
+//! `multiple_of(offs, BLOCK_M)`) and change nothing: contiguity and constancy along a block are found
 //! by the code generator's own analyses.
 
 use super::debug::{ConstErr, ConstVal};
@@ -32,22 +33,28 @@ impl Lowerer<'_, '_> {
         }
         let rank = t.shape.len().max(1);
         if !scalar_promise {
-            if !hint_values_ok(args[1], rank) {
-                return self.err(args[1].sp(), format!("the hint of `{name}` is a positive integer literal, or a list of {rank} of them (one per axis)"));
-            }
-            return x;
+            let expected = format!("the hint of `{name}` is a positive integer known at compile time (a literal, a meta-parameter or arithmetic on them), or a list of {rank} of them (one per axis)");
+            let values: Vec<&syn::Expr> = match strip_parens(args[1]) {
+                syn::Expr::Array(a) if a.elems.len() == rank => a.elems.iter().collect(),
+                syn::Expr::Array(_) => return self.err(args[1].sp(), expected),
+                other => vec![other],
+            };
+            // Every value is checked, so that each wrong one is reported.
+            let ok = values.iter().fold(true, |ok, v| self.hint_divisor_ok(v, &expected) && ok);
+            return if ok { x } else { self.poison(span) };
         }
-        if !self.hint_divisor_ok(name, args[1]) {
+        let expected = format!("the hint of `{name}` on a scalar is a positive integer known at compile time (a literal, a meta-parameter or arithmetic on them)");
+        if !self.hint_divisor_ok(args[1], &expected) {
             return self.poison(span);
         }
         let n = self.lower_expr(args[1]);
         self.check_hint(name, args, x, n, pointer, span)
     }
 
-    /// Whether `n`, the hint of a scalar `multiple_of`, is a positive compile-time integer in
-    /// every instance (a literal, a meta-parameter or arithmetic on them); if not, the error.
-    fn hint_divisor_ok(&mut self, name: &str, n: &syn::Expr) -> bool {
-        let expected = format!("the hint of `{name}` on a scalar is a positive integer known at compile time (a literal, a meta-parameter or arithmetic on them)");
+    /// Whether `n`, a hint's value, is a positive compile-time integer in every instance (a
+    /// literal, a meta-parameter or arithmetic on them); if not, the error (`expected`, with the
+    /// value found and the instance where it depends on one).
+    fn hint_divisor_ok(&mut self, n: &syn::Expr, expected: &str) -> bool {
         let instances = self.static_instances();
         let mut failing: Vec<(String, String)> = Vec::new();
         for (vals, desc) in &instances {
@@ -55,7 +62,7 @@ impl Lowerer<'_, '_> {
                 Ok(ConstVal::Int(v)) if v > 0 => continue,
                 Err(ConstErr::Unknown) => continue,
                 Ok(ConstVal::Int(v)) => format!("{expected}, found {v}"),
-                Ok(ConstVal::Bool(_)) | Err(ConstErr::NotConst(..)) => expected.clone(),
+                Ok(ConstVal::Bool(_)) | Err(ConstErr::NotConst(..)) => expected.to_string(),
                 Err(ConstErr::Failed(_, m)) => m,
             };
             failing.push((bad, desc.clone()));

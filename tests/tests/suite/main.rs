@@ -18,6 +18,7 @@ mod layer_norm;
 mod math;
 mod matmul;
 mod matmul_8bit;
+mod matmul_persistent;
 mod matmul_split_k;
 mod nested;
 mod numerics;

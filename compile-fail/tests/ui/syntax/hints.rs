@@ -1,4 +1,4 @@
-// syntax: Triton's hints take integer offsets and positive literals, one per axis
+// syntax: Triton's hints take integer offsets and positive compile-time integers, one per axis
 use kernel_std::prelude::*;
 
 #[kernel]

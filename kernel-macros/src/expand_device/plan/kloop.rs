@@ -261,8 +261,10 @@ impl DevicePlan<'_> {
     }
 
     /// Recognizes a K loop that the software pipeliner can take: a body made of exactly two
-    /// single-use `load`s feeding one tensor-core `acc = dot(a, b, acc)` and affine pointer
-    /// steps by loop-invariant scalars. Everything else takes the general path.
+    /// single-use `load`s feeding one tensor-core `acc = dot(a, b, acc)`, affine pointer
+    /// steps by loop-invariant scalars and values evaluated at their use (which may read the
+    /// loop variable: masks). Pointers the loop recomputes from its variable were turned into
+    /// stepped ones before planning (`stepped.rs`). Everything else takes the general path.
     pub(crate) fn pipeline_plan(&self, var: LocalId, body: &[Stmt]) -> Option<PipePlan> {
         let k = self.k;
         if !matches!(k.locals[var].ty.dtype(), Some(DType::I32 | DType::U32)) {
@@ -271,9 +273,17 @@ impl DevicePlan<'_> {
         let mut loads: Vec<LocalId> = Vec::new();
         let mut steps: Vec<(LocalId, ExprId, bool)> = Vec::new();
         let mut dot: Option<(LocalId, ExprId, ExprId, ExprId)> = None;
+        // Values evaluated at their use (offsets, pointers of the iteration): each use is
+        // evaluated with the loop variable of the iteration it belongs to.
+        let mut pures: Vec<ExprId> = Vec::new();
         for s in body {
             match s {
                 Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Inline(_)) => loads.push(*local),
+                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Pure(_)) => {
+                    if let LocalKind::Pure(v) = self.kinds[*local] {
+                        pures.push(v);
+                    }
+                }
                 Stmt::Assign { local, value } => match (&self.kinds[*local], &k.exprs[*value].kind) {
                     (LocalKind::Affine(_), ExprKind::PtrAdd(_, st)) => steps.push((*local, *st, false)),
                     (LocalKind::Affine(_), ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), _, st)) => steps.push((*local, *st, *op == BinOp::Sub)),
@@ -302,8 +312,10 @@ impl DevicePlan<'_> {
         let mut varying: Vec<LocalId> = vec![var, acc];
         varying.extend(loads.iter().copied());
         varying.extend(steps.iter().map(|s| s.0));
-        let invariant = |e: ExprId, except: &[LocalId]| varying.iter().all(|l| except.contains(l) || !uses_local(k, e, *l));
-        if !steps.iter().all(|(_, st, _)| invariant(*st, &[])) {
+        // Through the values evaluated at their use: a pointer computed from a `let` of the
+        // body that reads the loop variable varies too.
+        let invariant = |e: ExprId, except: &[LocalId]| varying.iter().all(|l| except.contains(l) || !self.depends_on(e, *l));
+        if !steps.iter().all(|(_, st, _)| invariant(*st, &[])) || !pures.iter().all(|v| invariant(*v, &[var])) {
             return None;
         }
         let mut ops = Vec::new();

@@ -84,7 +84,7 @@ pub mod fp8_dot {
         variant: 0usize,
         launch_metas: &[("BM", 32i64), ("BN", 32i64), ("BK", 32i64)],
         threads: 128u32,
-        shared_bytes: 12288u32,
+        shared_bytes: 14352u32,
         tma: &[],
         split_bytes: 0u32,
         hidden: &[
@@ -103,7 +103,7 @@ pub mod fp8_dot {
         variant: 0usize,
         launch_metas: &[("BM", 64i64), ("BN", 32i64), ("BK", 32i64)],
         threads: 128u32,
-        shared_bytes: 18432u32,
+        shared_bytes: 24592u32,
         tma: &[],
         split_bytes: 0u32,
         hidden: &[

@@ -1,0 +1,297 @@
+//! Before planning: the operand pointers of a K loop's `dot` that the loop recomputes from its
+//! variable each iteration (Triton's persistent matmul: `offs_k = ki * BLOCK_K + arange(0,
+//! BLOCK_K)`, `a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak`)
+//! become pointers stepped once per iteration, as the seeds' kernel writes them (`a_ptrs +=
+//! BLOCK_K * stride_ak`): a mutable local set before the loop to the pointers of its first
+//! iteration and advanced at the end of each by the amount they move per iteration. The plan
+//! then sees the loop the software pipeliner takes (`DevicePlan::pipeline_plan`).
+//!
+//! A pointer block is stepped when it moves as a whole with the loop variable: it is a sum of
+//! terms each independent of the variable or the variable times loop-invariant scalars (through
+//! the loop body's `let`s), so that every element moves by the same scalar, its derivative
+//! times the loop's step. Only loops with one `dot`, `acc = dot(a, b, acc)`, are rewritten, and
+//! only when every operand whose pointers depend on the variable can be stepped (otherwise the
+//! loop would not be pipelined anyway and keeps its code); the caller keeps the change only in
+//! the loops the plan then pipelines (`entry.rs`): a loop still run as written keeps the copies
+//! ahead that pointers recomputed from its variable allow. The offsets are then computed once
+//! in the kernel's integer type and advanced by pointer steps: the same addresses as the
+//! kernel's, except where its offsets would overflow their type (where the kernel's addresses
+//! wrap).
+
+use super::*;
+use crate::diag::Sp;
+use std::collections::HashSet;
+
+/// `k` with the pointers of its K loops stepped (see the module documentation), only in the
+/// loops over the variables in `only` when given; and the variables of the loops changed.
+pub(super) fn step_operand_pointers(k: &Kernel, only: Option<&HashSet<LocalId>>) -> (Kernel, Vec<LocalId>) {
+    let mut out = k.clone();
+    let body = std::mem::take(&mut out.body);
+    let mut changed = Vec::new();
+    out.body = rewrite(&mut out, body, only, &mut changed);
+    (out, changed)
+}
+
+fn rewrite(k: &mut Kernel, stmts: Vec<Stmt>, only: Option<&HashSet<LocalId>>, changed: &mut Vec<LocalId>) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(stmts.len());
+    for s in stmts {
+        match s {
+            Stmt::For { var, start, end, step, body, span } => {
+                let mut body = rewrite(k, body, only, changed);
+                if only.is_none_or(|o| o.contains(&var)) {
+                    let before = step_loop(k, var, (start, step), &mut body);
+                    if !before.is_empty() {
+                        changed.push(var);
+                    }
+                    out.extend(before);
+                }
+                out.push(Stmt::For { var, start, end, step, body, span });
+            }
+            Stmt::If { cond, then, els } => out.push(Stmt::If { cond, then: rewrite(k, then, only, changed), els: rewrite(k, els, only, changed) }),
+            Stmt::While { pre, test, body } => out.push(Stmt::While { pre: rewrite(k, pre, only, changed), test, body: rewrite(k, body, only, changed) }),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// What the pointers of one loop may read: the loop variable, the body's immutable `let`s (by
+/// value), and locals the loop does not change.
+struct LoopScope {
+    var: LocalId,
+    lets: HashMap<LocalId, ExprId>,
+    changed: HashMap<LocalId, Vec<ExprId>>,
+}
+
+impl LoopScope {
+    /// Whether `e` reads only what [`LoopScope`] allows, and nothing but integer and pointer
+    /// arithmetic on it.
+    fn allows(&self, k: &Kernel, e: ExprId) -> bool {
+        match &k.exprs[e].kind {
+            ExprKind::Local(l) if *l == self.var => true,
+            ExprKind::Local(l) => match self.lets.get(l) {
+                Some(v) => self.allows(k, *v),
+                None => !self.changed.contains_key(l),
+            },
+            kind => copyable(kind) && kind.operands().into_iter().all(|c| self.allows(k, c)),
+        }
+    }
+
+    /// Whether `e` reads the loop variable (through the body's `let`s).
+    fn depends(&self, k: &Kernel, e: ExprId) -> bool {
+        match &k.exprs[e].kind {
+            ExprKind::Local(l) if *l == self.var => true,
+            ExprKind::Local(l) => self.lets.get(l).is_some_and(|v| self.depends(k, *v)),
+            kind => kind.operands().into_iter().any(|c| self.depends(k, c)),
+        }
+    }
+}
+
+/// The expressions [`copy`] reproduces: the integer and pointer arithmetic of offsets.
+fn copyable(kind: &ExprKind) -> bool {
+    matches!(
+        kind,
+        ExprKind::Param(_)
+            | ExprKind::Meta(_)
+            | ExprKind::Lit(_)
+            | ExprKind::Local(_)
+            | ExprKind::ProgramId(_)
+            | ExprKind::NumPrograms(_)
+            | ExprKind::Arange { .. }
+            | ExprKind::Unary(..)
+            | ExprKind::Binary(..)
+            | ExprKind::PtrAdd(..)
+            | ExprKind::Cast(_)
+            | ExprKind::ExpandDims(..)
+            | ExprKind::Reshape(_)
+            | ExprKind::BroadcastTo(_)
+            | ExprKind::Where(..)
+    )
+}
+
+/// The statements to put before the loop over `var` (the stepped pointers' first values), after
+/// stepping the operand pointers of its body's `dot` that recompute from `var` (see the module
+/// documentation); none when the loop is left as written.
+fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>) -> Vec<Stmt> {
+    let Some(loads) = dot_operand_loads(k, body) else { return Vec::new() };
+    let changed = loop_values(body);
+    let lets = body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Let { local, value } if !k.locals[*local].mutable && changed.get(local).is_some_and(|v| v.len() == 1) => Some((*local, *value)),
+            _ => None,
+        })
+        .collect();
+    let scope = LoopScope { var, lets, changed };
+    let moving: Vec<ExprId> = loads.into_iter().filter(|&ld| scope.depends(k, load_ptr(k, ld))).collect();
+    if moving.is_empty() || !moving.iter().all(|&ld| scope.allows(k, load_ptr(k, ld)) && derivative(k, &scope, load_ptr(k, ld)).is_some_and(|d| d.is_some())) {
+        return Vec::new();
+    }
+    let mut before = Vec::new();
+    for ld in moving {
+        let ptr = load_ptr(k, ld);
+        let per_var = derivative(k, &scope, ptr).flatten().expect("checked above");
+        let step_copy = copy(k, &scope, step, None);
+        let per_iter = binary(k, BinOp::Mul, per_var, step_copy);
+        let start_copy = copy(k, &scope, start, None);
+        let first = copy(k, &scope, ptr, Some(start_copy));
+        let ty = k.exprs[ptr].ty.clone();
+        let span = k.exprs[ptr].span;
+        let name = match k.exprs[ptr].kind {
+            ExprKind::Local(l) => format!("{}_stepped", k.locals[l].name),
+            _ => "ptrs_stepped".to_string(),
+        };
+        let p = k.locals.len();
+        k.locals.push(Local { name, ty: ty.clone(), mutable: true });
+        before.push(Stmt::Let { local: p, value: first });
+        let read = push(k, ExprKind::Local(p), ty.clone(), span);
+        if let ExprKind::Load { ptr, .. } = &mut k.exprs[ld].kind {
+            *ptr = read;
+        }
+        let cur = push(k, ExprKind::Local(p), ty.clone(), span);
+        let next = push(k, ExprKind::PtrAdd(cur, per_iter), ty, span);
+        body.push(Stmt::Assign { local: p, value: next });
+    }
+    before
+}
+
+/// The loads of the operands of the body's one `dot`, `acc = dot(a, b, acc)` with `a` and `b`
+/// locals bound to loads at the body's top level; `None` when the body has no such `dot` or
+/// more than one `dot`.
+fn dot_operand_loads(k: &Kernel, body: &[Stmt]) -> Option<Vec<ExprId>> {
+    let mut dots = Vec::new();
+    fn collect(k: &Kernel, stmts: &[Stmt], out: &mut Vec<ExprId>) {
+        for s in stmts {
+            let roots: Vec<ExprId> = match s {
+                Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
+                Stmt::Store { ptr, value, mask, .. } => [Some(*ptr), Some(*value), *mask].into_iter().flatten().collect(),
+                _ => Vec::new(),
+            };
+            roots.into_iter().for_each(|r| collect_dots(k, r, out));
+            s.bodies().into_iter().for_each(|b| collect(k, b, out));
+        }
+    }
+    collect(k, body, &mut dots);
+    let [dot] = dots[..] else { return None };
+    let ExprKind::Dot { a, b, acc: Some(c) } = k.exprs[dot].kind else { return None };
+    let is_acc = body.iter().any(|s| matches!(s, Stmt::Assign { local, value } if *value == dot && matches!(k.exprs[c].kind, ExprKind::Local(l) if l == *local)));
+    if !is_acc {
+        return None;
+    }
+    let load_of = |x: ExprId| {
+        let ExprKind::Local(l) = k.exprs[x].kind else { return None };
+        body.iter().find_map(|s| match s {
+            Stmt::Let { local, value } if *local == l && matches!(k.exprs[*value].kind, ExprKind::Load { .. }) => Some(*value),
+            _ => None,
+        })
+    };
+    Some(vec![load_of(a)?, load_of(b)?])
+}
+
+fn load_ptr(k: &Kernel, ld: ExprId) -> ExprId {
+    match k.exprs[ld].kind {
+        ExprKind::Load { ptr, .. } => ptr,
+        _ => unreachable!("a dot operand's load"),
+    }
+}
+
+/// How much `e` changes when the loop variable grows by one, for every element alike: `None`
+/// when `e` is not a sum of terms each independent of the variable or the variable times
+/// loop-invariant scalars; `Some(None)` when it does not change; else the scalar integer
+/// expression (added to the kernel) of the change.
+fn derivative(k: &mut Kernel, scope: &LoopScope, e: ExprId) -> Option<Option<ExprId>> {
+    if !scope.depends(k, e) {
+        return Some(None);
+    }
+    let kind = k.exprs[e].kind.clone();
+    match kind {
+        ExprKind::Local(l) if l == scope.var => {
+            let ty = k.exprs[e].ty.clone();
+            Some(Some(push(k, ExprKind::Lit(Lit::Int(1)), Ty { weak: true, ..ty }, k.exprs[e].span)))
+        }
+        ExprKind::Local(l) => {
+            let v = *scope.lets.get(&l)?;
+            derivative(k, scope, v)
+        }
+        ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) | ExprKind::BroadcastTo(x) => derivative(k, scope, x),
+        ExprKind::Binary(BinOp::Add, a, b) | ExprKind::PtrAdd(a, b) => sum(k, scope, (a, b), false),
+        ExprKind::Binary(BinOp::Sub, a, b) => sum(k, scope, (a, b), true),
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            let scalar = |x: ExprId| k.exprs[x].ty.shape.is_empty() && !scope.depends(k, x);
+            let (moving, factor) = if scalar(b) { (a, b) } else if scalar(a) { (b, a) } else { return None };
+            let d = derivative(k, scope, moving)?;
+            Some(match d {
+                None => None,
+                Some(d) => {
+                    let f = copy(k, scope, factor, None);
+                    Some(binary(k, BinOp::Mul, d, f))
+                }
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The derivative of `a + b` (`sub`: `a - b`) from those of `a` and `b` (see [`derivative`]).
+fn sum(k: &mut Kernel, scope: &LoopScope, (a, b): (ExprId, ExprId), sub: bool) -> Option<Option<ExprId>> {
+    let (da, db) = (derivative(k, scope, a)?, derivative(k, scope, b)?);
+    Some(match (da, db) {
+        (x, None) => x,
+        (None, Some(y)) if sub => {
+            let zero = push(k, ExprKind::Lit(Lit::Int(0)), Ty { weak: true, ..k.exprs[y].ty.clone() }, k.exprs[y].span);
+            Some(binary(k, BinOp::Sub, zero, y))
+        }
+        (None, y) => y,
+        (Some(x), Some(y)) => Some(binary(k, if sub { BinOp::Sub } else { BinOp::Add }, x, y)),
+    })
+}
+
+/// A copy of `e` added to the kernel, with the body's `let`s it reads replaced by copies of
+/// their values and, where `var` is given, the loop variable by it (`e` passes
+/// [`LoopScope::allows`]).
+fn copy(k: &mut Kernel, scope: &LoopScope, e: ExprId, var: Option<ExprId>) -> ExprId {
+    let (kind, ty, span) = (k.exprs[e].kind.clone(), k.exprs[e].ty.clone(), k.exprs[e].span);
+    let kind = match kind {
+        ExprKind::Local(l) if l == scope.var => match var {
+            Some(v) => return v,
+            None => kind,
+        },
+        ExprKind::Local(l) => match scope.lets.get(&l) {
+            Some(&v) => return copy(k, scope, v, var),
+            None => kind,
+        },
+        ExprKind::Unary(op, x) => ExprKind::Unary(op, copy(k, scope, x, var)),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (copy(k, scope, a, var), copy(k, scope, b, var));
+            ExprKind::Binary(op, a, b)
+        }
+        ExprKind::PtrAdd(a, b) => {
+            let (a, b) = (copy(k, scope, a, var), copy(k, scope, b, var));
+            ExprKind::PtrAdd(a, b)
+        }
+        ExprKind::Cast(x) => ExprKind::Cast(copy(k, scope, x, var)),
+        ExprKind::ExpandDims(x, ax) => ExprKind::ExpandDims(copy(k, scope, x, var), ax),
+        ExprKind::Reshape(x) => ExprKind::Reshape(copy(k, scope, x, var)),
+        ExprKind::BroadcastTo(x) => ExprKind::BroadcastTo(copy(k, scope, x, var)),
+        ExprKind::Where(c, a, b) => {
+            let (c, a, b) = (copy(k, scope, c, var), copy(k, scope, a, var), copy(k, scope, b, var));
+            ExprKind::Where(c, a, b)
+        }
+        leaf => leaf,
+    };
+    push(k, kind, ty, span)
+}
+
+/// `a op b` for two scalar integers, typed as the kernel types such arithmetic: a weak operand
+/// takes the other's type.
+fn binary(k: &mut Kernel, op: BinOp, a: ExprId, b: ExprId) -> ExprId {
+    let (ta, tb) = (&k.exprs[a].ty, &k.exprs[b].ty);
+    let ty = if ta.weak { tb.clone() } else { ta.clone() };
+    let span = k.exprs[a].span;
+    push(k, ExprKind::Binary(op, a, b), ty, span)
+}
+
+fn push(k: &mut Kernel, kind: ExprKind, ty: Ty, span: Sp) -> ExprId {
+    k.exprs.push(Expr { kind, ty, span });
+    k.exprs.len() - 1
+}
