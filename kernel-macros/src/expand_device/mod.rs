@@ -247,6 +247,8 @@ struct DevGen<'a> {
     iter_layout: Layout,
     /// The number of the next fresh name (`fresh`).
     counter: usize,
+    /// How many loops enclose the statements being generated.
+    loop_depth: usize,
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
@@ -304,6 +306,7 @@ impl<'a> DevGen<'a> {
             iter_numel: 0,
             iter_layout: Layout::Cyclic,
             counter: 0,
+            loop_depth: 0,
             prefetched: HashMap::new(),
             loop_tests: Vec::new(),
         }

@@ -200,7 +200,19 @@ impl DevGen<'_> {
             (self.cp_async_body(&lc, as_written.as_ref(), &cols, proven), quote!())
         };
         let (bounds, step_defs, desc_setup) = (trip_count(&lc.var_t, (&s, &e, &st)), self.step_defs(plan), &product.desc_setup);
+        // Inside another loop (a persistent kernel's loop over tiles), the thread index passes
+        // through an opaque move first: what the loop's set-up computes from it (chunk offsets,
+        // fragment addresses) is computed per tile instead of hoisted out of the outer loop into
+        // registers that the accumulators need.
+        let fresh_tid = (self.loop_depth > 0).then(|| {
+            quote! {
+                let __tid: usize = #d::opaque_usize(__tid);
+                let __lane: usize = __tid % 32;
+                let __warp: usize = __tid / 32;
+            }
+        });
         quote! {{
+            #fresh_tid
             #bounds
             #split_range
             #(#step_defs)*

@@ -80,9 +80,11 @@ impl DevGen<'_> {
                 quote!(if #c { #t } else { #e })
             }
             Stmt::While { pre, test, body } => {
+                self.loop_depth += 1;
                 let pre = self.stmts(pre);
                 let c = self.ev(*test, &At::Own);
                 let body = self.stmts(body);
+                self.loop_depth -= 1;
                 quote!(loop { #pre if !#c { break; } #body })
             }
             Stmt::Return => quote!(return;),
@@ -251,6 +253,7 @@ impl DevGen<'_> {
         let inner_floor = self.smem.floor();
         // With tensor-map copies ahead, the body twice: the loop version with those copies, then
         // the `cp.async` one.
+        self.loop_depth += 1;
         let tma_body = ahead.as_ref().and_then(|a| a.tma.as_ref()).map(|_| {
             let b = self.stmts(body);
             self.ahead_without_tma();
@@ -259,6 +262,7 @@ impl DevGen<'_> {
             b
         });
         let body = self.stmts(body);
+        self.loop_depth -= 1;
         let loop_tests = self.take_loop_tests(var);
         self.smem.restore_floor(floor);
         let (resident, body, tma_loop) = match &ahead {

@@ -1495,3 +1495,53 @@ fn pointers_recomputed_from_the_loop_variable_are_stepped() {
     let p = plan_of(kept, vals, warps, stages, Target::Sm80);
     assert!(matches!(only_loop(&p), Schedule::AsWritten { ahead, .. } if ahead.len() == 2), "{p}");
 }
+
+/// The live lines of a pipelined loop inside a loop over tiles (a persistent matmul): the store
+/// mask's factors read scalars bound in the outer loop's body before the K loop and the outer
+/// loop's variable, fixed for the whole K loop; a scalar bound after the K loop is not.
+#[test]
+fn live_lines_of_a_k_loop_inside_a_loop_over_tiles() {
+    let src = |store_pm: &str| {
+        format!(
+            r#"
+            #[autotune(configs = [config(BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3)], key = [M])]
+            fn mm<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f16>, b_ptr: Ptr<f16>, c_ptr: Ptr<f16>, M: i32, N: i32, K: i32, programs: i32) {{
+                let tiles_n = cdiv(N, BN);
+                for tile in range(program_id(0), cdiv(M, BM) * tiles_n, programs) {{
+                    let pm = tile / tiles_n;
+                    let pn = tile % tiles_n;
+                    let offs_m = (pm * BM + arange(0, BM)) % M;
+                    let offs_n = (pn * BN + arange(0, BN)) % N;
+                    let offs_k = arange(0, BK);
+                    let mut a_ptrs = a_ptr + (offs_m.as_col() * K + offs_k.as_row());
+                    let mut b_ptrs = b_ptr + (offs_k.as_col() * N + offs_n.as_row());
+                    let mut acc = zeros::<f32>([BM, BN]);
+                    for k in 0..cdiv(K, BK) {{
+                        let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);
+                        let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);
+                        acc = dot(a, b, acc);
+                        a_ptrs += BK;
+                        b_ptrs += BK * N;
+                    }}
+                    let pm2 = tile / tiles_n;
+                    let cm = {store_pm} * BM + arange(0, BM);
+                    let cn = (tile % tiles_n) * BN + arange(0, BN);
+                    store(c_ptr + cm.as_col() * N + cn.as_row(), acc.to::<f16>(), (cm.as_col() < M) & (cn.as_row() < N));
+                }}
+            }}"#
+        )
+    };
+    let live = |src: &str| {
+        let (_, p) = first_plan("", src, Target::Sm90a);
+        let pipelined = p.loops.values().find_map(|s| match s {
+            Schedule::Pipelined(pp) => Some(pp.clone()),
+            _ => None,
+        });
+        let pp = pipelined.unwrap_or_else(|| panic!("no pipelined loop:\n{p}"));
+        (pp.ops[0].live.map(|l| p.k.expr_text(l.pred)), pp.ops[1].live.map(|l| p.k.expr_text(l.pred)))
+    };
+    let (a, b) = live(&src("pm"));
+    assert!(a.is_some_and(|t| t.contains("%cm.")) && b.is_some_and(|t| t.contains("%cn.")));
+    let (a, b) = live(&src("pm2"));
+    assert!(a.is_none() && b.is_some(), "a scalar bound after the K loop");
+}

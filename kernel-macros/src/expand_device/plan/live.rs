@@ -19,8 +19,9 @@ use super::*;
 /// The live lines of a pipelined operand: where `pred` (a `bool` block of shape `[rows, 1]` for
 /// `axis` 0, `[1, columns]` for `axis` 1, evaluated at the line's index) is false, the line of
 /// the operand's block along `axis` is dead. Its value can be computed before the loop: it
-/// reads parameters, meta-parameters, program ids, `arange`s, pure locals and scalars bound
-/// before the loop and never assigned.
+/// reads parameters, meta-parameters, program ids, `arange`s, pure locals, scalars bound once
+/// before the loop (in its statement list or the lists around it) and the variables of the loops
+/// around it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LiveLines {
     pub(crate) axis: usize,
@@ -39,7 +40,8 @@ struct Tracker<'p, 'a> {
     tracked: HashSet<LocalId>,
     /// The row (column) factors of the stores of tracked values.
     factors: Vec<ExprId>,
-    /// Scalars bound at the top level before the loop and never assigned.
+    /// Scalars fixed from the loop's start to the end of the statement list holding it (see
+    /// `DevicePlan::scalars_before`).
     before: HashSet<LocalId>,
     /// Every value each local is given (`assigned_values`).
     values: HashMap<LocalId, Vec<ExprId>>,
@@ -47,7 +49,8 @@ struct Tracker<'p, 'a> {
 
 impl DevicePlan<'_> {
     /// The live lines along `axis` (0: rows, 1: columns) of the accumulator `acc` of the
-    /// top-level loop over `var`, if the accumulator's other lines are dead (see the module
+    /// loop over `var` (at the top level, or inside other loops: a persistent kernel's loop
+    /// over tiles), if the accumulator's other lines are dead (see the module
     /// documentation).
     pub(crate) fn live_lines(&self, acc: LocalId, var: LocalId, axis: usize) -> Option<LiveLines> {
         let k = self.k;
@@ -55,15 +58,11 @@ impl DevicePlan<'_> {
         if shape.len() != 2 {
             return None;
         }
-        let at = k.body.iter().position(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))?;
         let values = assigned_values(k);
-        let before = k.body[..at]
-            .iter()
-            .filter_map(|s| match s {
-                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Scalar) && values.get(local).is_some_and(|v| v.len() == 1) => Some(*local),
-                _ => None,
-            })
-            .collect();
+        let mut before = HashSet::new();
+        if !self.scalars_before(&k.body, var, &values, &mut before) {
+            return None;
+        }
         let mut t = Tracker { p: self, axis, lines: shape[axis], tracked: HashSet::from([acc]), factors: Vec::new(), before, values };
         // Values derived from the accumulator may be bound before they are read in program
         // order only inside loops: walk until no new value is tracked.
@@ -80,6 +79,36 @@ impl DevicePlan<'_> {
         let pred = *t.factors.first()?;
         let same = |f: &ExprId| k.expr_text(*f) == k.expr_text(pred);
         t.factors.iter().all(same).then_some(LiveLines { axis, pred })
+    }
+}
+
+impl DevicePlan<'_> {
+    /// Adds to `out` the scalars whose value is fixed where the loop over `var` (in `stmts`)
+    /// starts and until the statement list holding it ends: those bound once (never assigned)
+    /// before it in that list or in the lists around it, and the variables of the loops around
+    /// it (one iteration of theirs holds the whole loop). Whether `stmts` holds the loop.
+    fn scalars_before(&self, stmts: &[Stmt], var: LocalId, values: &HashMap<LocalId, Vec<ExprId>>, out: &mut HashSet<LocalId>) -> bool {
+        for s in stmts {
+            if matches!(s, Stmt::For { var: v, .. } if *v == var) {
+                return true;
+            }
+            for b in s.bodies() {
+                let mut inner = out.clone();
+                if let Stmt::For { var: outer, .. } = s {
+                    inner.insert(*outer);
+                }
+                if self.scalars_before(b, var, values, &mut inner) {
+                    *out = inner;
+                    return true;
+                }
+            }
+            if let Stmt::Let { local, .. } = s {
+                if matches!(self.kinds[*local], LocalKind::Scalar) && values.get(local).is_some_and(|v| v.len() == 1) {
+                    out.insert(*local);
+                }
+            }
+        }
+        false
     }
 }
 

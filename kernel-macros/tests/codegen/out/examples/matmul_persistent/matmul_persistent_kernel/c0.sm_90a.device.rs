@@ -156,6 +156,11 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
           0,
         );
         {
+          let __tid: usize = ::kernel_std::__private::device::opaque_usize(
+            __tid,
+          );
+          let __lane: usize = __tid % 32;
+          let __warp: usize = __tid / 32;
           let __start: i32 = (0i32);
           let __end: i32 = k_tiles_3;
           let __step: i32 = (1i32);
@@ -381,7 +386,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                     && (__inside(__rl)
                       || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
                     || (__nm == 0 && __starts(__rf));
-                  (__sq, 0i64, __cf + 128i64 <= __w, __rows, __rl)
+                  (__sq, 0i64, __cf < __w, __rows, __rl)
                 } else if __sq == 0 && __st > 0 {
                   let __cl = __cf + __nm * __st;
                   let __cols = __cl + 128i64 <= __w
@@ -516,7 +521,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                   let __cols = __cl + 64i64 <= __w
                     || (__cl < __w
                       && (__nm == 0 || __cl - __st + 64i64 <= __w));
-                  (0i64, __st, __cols, __inside(__rf), __rf)
+                  (0i64, __st, __cols, __starts(__rf), __rf)
                 } else {
                   let (__rl, __cl) = ::kernel_std::__private::device::divrem(
                     __el,
@@ -656,7 +661,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                   let __cols = __cl + 64i64 <= __w
                     || (__cl < __w
                       && (__nm == 0 || __cl - __st + 64i64 <= __w));
-                  (0i64, __st, __cols, __inside(__rf), __rf)
+                  (0i64, __st, __cols, __starts(__rf), __rf)
                 } else {
                   let (__rl, __cl) = ::kernel_std::__private::device::divrem(
                     __el,
@@ -778,7 +783,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                     && (__inside(__rl)
                       || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
                     || (__nm == 0 && __starts(__rf));
-                  (__sq, 0i64, __cf + 256i64 <= __w, __rows, __rl)
+                  (__sq, 0i64, __cf < __w, __rows, __rl)
                 } else if __sq == 0 && __st > 0 {
                   let __cl = __cf + __nm * __st;
                   let __cols = __cl + 256i64 <= __w
@@ -931,98 +936,223 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
               && {
                 let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
                 let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  128usize,
-                );
-                let mut __r: usize = (__tid + 224usize) % 256usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >({
-                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_m_13,
-                          (0i32).wrapping_add((__r) as i32),
-                        );
-                        let __wb = (0i32);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_m_13,
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_M,
-                        ) {
-                          __wa
-                        } else {
-                          __wb
-                        }
-                      })
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
+                let __strict: bool = (__tr0 + 64i64) * __tW0
+                  <= __len_a_ptr as i64 && __tc0 + 128i64 <= __tW0
+                  && {
+                    let mut __ok: bool = true;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 224usize) % 256usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
                           i32,
                           i64,
                         >({
-                          let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_m_13,
-                            (0i32).wrapping_add((0usize) as i32),
-                          );
-                          let __wb = (0i32);
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                               start_m_13,
-                              (0i32).wrapping_add((0usize) as i32),
-                            ),
-                            __p_M,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        }),
-                      ) == __r as i64;
-                  __r += 256usize;
-                }
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 224usize) % 256usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add((__r) as i32),
-                        ),
-                      )
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
+                              (0i32).wrapping_add((__r) as i32),
+                            );
+                            let __wb = (0i32);
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32).wrapping_add((__r) as i32),
+                              ),
+                              __p_M,
+                            ) {
+                              __wa
+                            } else {
+                              __wb
+                            }
+                          })
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32).wrapping_add((0usize) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32).wrapping_add((0usize) as i32),
+                                ),
+                                __p_M,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            }),
+                          ) == __r as i64;
+                      __r += 256usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 224usize) % 256usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
                           i32,
                           i64,
                         >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                             ),
-                            (0i32).wrapping_add((0usize) as i32),
+                          ) == __r as i64;
+                      __r += 256usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
+                    __ok
+                  };
+                if !__strict {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::outline(move || {
+                      let mut __ok: bool = true;
+                      let mut __jl: usize = 127usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                        ),
-                      ) == __r as i64;
-                  __r += 256usize;
+                          __p_M,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        if __r <= __jl {
+                          __ok = __ok
+                            && ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >({
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32).wrapping_add((__r) as i32),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32).wrapping_add((__r) as i32),
+                                  ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              })
+                              .wrapping_sub(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >({
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32).wrapping_add((0usize) as i32),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      start_m_13,
+                                      (0i32).wrapping_add((0usize) as i32),
+                                    ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                }),
+                              ) == __r as i64;
+                        }
+                        __r += 256usize;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((__r) as i32),
+                              ),
+                            )
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32).wrapping_add((0usize) as i32),
+                                ),
+                              ),
+                            ) == __r as i64;
+                        __r += 256usize;
+                      }
+                      __ok = __ok && __tO >= i32::MIN as i64
+                        && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
+                      __ok
+                    });
                 }
-                __ok = __ok && __tO >= i32::MIN as i64
-                  && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
                 __ok
               }
               && {
@@ -1041,44 +1171,113 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                   let __it: i64 = __nm;
                   let ki_22: i32 = ((__start as i64) + __it * (__step as i64))
                     as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 128usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__j * 64usize + __r);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ki_22,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
+                  let __strict: bool = (__tr0 + 64i64) * __tW0
+                    <= __len_a_ptr as i64 && __tc0 + 128i64 <= __tW0
+                    && {
+                      let mut __ok: bool = true;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        while __j < 128usize {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 64usize + __r);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
                               ),
+                            ));
+                          __j += 1;
+                        }
+                        __r += 256usize;
+                      }
+                      __ok
+                    };
+                  if !__strict {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::outline(move || {
+                        let mut __ok: bool = true;
+                        let mut __jl: usize = 127usize;
+                        while __jl > 0
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_11,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__jl) as i32),
                             ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 256usize;
+                            __p_M,
+                          ))
+                        {
+                          __jl -= 1;
+                        }
+                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                          64usize,
+                        );
+                        let mut __r: usize = (__tid + 224usize) % 256usize;
+                        while __r < __nr {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          while __j < __jl + 1 {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__j * 64usize + __r);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                ),
+                              ));
+                            __j += 1;
+                          }
+                          __r += 256usize;
+                        }
+                        __ok
+                      });
                   }
                 }
                 __ok
@@ -1088,139 +1287,301 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
               && {
                 let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
                 let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  128usize,
-                );
-                let mut __r: usize = (__tid + 224usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  let __v0: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_m_13,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          let __wb = (0i32);
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                let __strict: bool = (__tr0 + 128i64) * __tW0
+                  <= __len_a_ptr as i64 && __tc0 + 64i64 <= __tW0
+                  && {
+                    let mut __ok: bool = true;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 224usize) % 256usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 64usize;
+                      let __v0: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_m_13,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_M,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                            __p_stride_ak,
+                          ),
+                        ),
+                      );
+                      let __v1: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 63usize);
+                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 63usize);
+                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_am,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  );
-                  let __v1: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_m_13,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          let __wb = (0i32);
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_m_13,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 63usize);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_M,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
+                            __p_stride_ak,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 63usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  );
+                      );
+                      __ok = __ok
+                        && (0i64)
+                          .wrapping_add(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(__p_stride_ak)
+                              .wrapping_mul((0i64).wrapping_add(1i64)),
+                          ) == 1i64 && __v1 - __v0 == 63i64
+                        && __v0 == __tO + (__r as i64) * __tW;
+                      __r += 256usize;
+                    }
+                    __ok
+                  };
+                if !__strict {
                   __ok = __ok
-                    && (0i64)
-                      .wrapping_add(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(__p_stride_ak)
-                          .wrapping_mul((0i64).wrapping_add(1i64)),
-                      ) == 1i64 && __v1 - __v0 == 63i64
-                    && __v0 == __tO + (__r as i64) * __tW;
-                  __r += 256usize;
+                    && ::kernel_std::__private::device::outline(move || {
+                      let mut __ok: bool = true;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 64usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_M,
+                        ) {
+                          __ok = __ok
+                            && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                          let __v0: i64 = ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      start_m_13,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0);
+                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          );
+                          let __v1: i64 = ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + 63usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      start_m_13,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + 63usize);
+                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 63usize);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          );
+                          __ok = __ok
+                            && (0i64)
+                              .wrapping_add(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(__p_stride_ak)
+                                  .wrapping_mul((0i64).wrapping_add(1i64)),
+                              ) == 1i64 && __v1 - __v0 == 63i64
+                            && __v0 == __tO + (__r as i64) * __tW;
+                        }
+                        __r += 256usize;
+                      }
+                      __ok
+                    });
                 }
                 __ok
               }
@@ -1240,45 +1601,111 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                   let __it: i64 = __nm;
                   let ki_22: i32 = ((__start as i64) + __it * (__step as i64))
                     as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 64usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __j);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ki_22,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
+                  let __strict: bool = (__tr0 + 128i64) * __tW0
+                    <= __len_a_ptr as i64 && __tc0 + 64i64 <= __tW0
+                    && {
+                      let mut __ok: bool = true;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 64usize;
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        while __j < 64usize {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
                               ),
+                            ));
+                          __j += 1;
+                        }
+                        __r += 256usize;
+                      }
+                      __ok
+                    };
+                  if !__strict {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::outline(move || {
+                        let mut __ok: bool = true;
+                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                          128usize,
+                        );
+                        let mut __r: usize = (__tid + 224usize) % 256usize;
+                        while __r < __nr {
+                          let __f0: usize = __r * 64usize;
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_11,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
                             ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 256usize;
+                            __p_M,
+                          ) {
+                            let __j0: i64 = if __rL + (__r as i64) >= __h {
+                              0
+                            } else {
+                              __w - __cL
+                            };
+                            let mut __j: usize = if __j0 > 0 {
+                              __j0 as usize
+                            } else {
+                              0
+                            };
+                            while __j < 64usize {
+                              __ok = __ok
+                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __j);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                                    __p_K,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ki_22,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                  ),
+                                ));
+                              __j += 1;
+                            }
+                          }
+                          __r += 256usize;
+                        }
+                        __ok
+                      });
                   }
                 }
                 __ok
@@ -1291,98 +1718,218 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
               && {
                 let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
                 let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 256usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add((__r) as i32),
-                        ),
-                      )
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
+                let __strict: bool = (__tr1 + 256i64) * __tW1
+                  <= __len_b_ptr as i64 && __tc1 + 64i64 <= __tW1
+                  && {
+                    let mut __ok: bool = true;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 256usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
                           i32,
                           i64,
                         >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                             ),
-                            (0i32).wrapping_add((0usize) as i32),
-                          ),
-                        ),
-                      ) == __r as i64;
-                  __r += 256usize;
-                }
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  256usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 256usize;
-                while __r < __nr {
+                          ) == __r as i64;
+                      __r += 256usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      256usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 256usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >({
+                            let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32).wrapping_add((__r) as i32),
+                            );
+                            let __wb = (0i32);
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32).wrapping_add((__r) as i32),
+                              ),
+                              __p_N,
+                            ) {
+                              __wa
+                            } else {
+                              __wb
+                            }
+                          })
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32).wrapping_add((0usize) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32).wrapping_add((0usize) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            }),
+                          ) == __r as i64;
+                      __r += 256usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 63i64 + 255i64 * __tW <= i32::MAX as i64;
+                    __ok
+                  };
+                if !__strict {
                   __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >({
-                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_14,
-                          (0i32).wrapping_add((__r) as i32),
-                        );
-                        let __wb = (0i32);
+                    && ::kernel_std::__private::device::outline(move || {
+                      let mut __ok: bool = true;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((__r) as i32),
+                              ),
+                            )
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32).wrapping_add((0usize) as i32),
+                                ),
+                              ),
+                            ) == __r as i64;
+                        __r += 256usize;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        256usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_14,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                256i64,
+                              ),
+                            ),
                             (0i32).wrapping_add((__r) as i32),
                           ),
                           __p_N,
                         ) {
-                          __wa
-                        } else {
-                          __wb
+                          __ok = __ok
+                            && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
+                          __ok = __ok
+                            && ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >({
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32).wrapping_add((__r) as i32),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
+                                    (0i32).wrapping_add((__r) as i32),
+                                  ),
+                                  __p_N,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              })
+                              .wrapping_sub(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >({
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
+                                    (0i32).wrapping_add((0usize) as i32),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      start_n_14,
+                                      (0i32).wrapping_add((0usize) as i32),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                }),
+                              ) == __r as i64;
                         }
-                      })
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >({
-                          let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_14,
-                            (0i32).wrapping_add((0usize) as i32),
-                          );
-                          let __wb = (0i32);
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_14,
-                              (0i32).wrapping_add((0usize) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        }),
-                      ) == __r as i64;
-                  __r += 256usize;
+                        __r += 256usize;
+                      }
+                      __ok = __ok && __tO >= i32::MIN as i64
+                        && __tO + 63i64 + 255i64 * __tW <= i32::MAX as i64;
+                      __ok
+                    });
                 }
-                __ok = __ok && __tO >= i32::MIN as i64
-                  && __tO + 63i64 + 255i64 * __tW <= i32::MAX as i64;
                 __ok
               }
               && {
@@ -1401,44 +1948,109 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                   let __it: i64 = __nm;
                   let ki_22: i32 = ((__start as i64) + __it * (__step as i64))
                     as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    256usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 64usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__j * 256usize + __r);
-                                0usize + ((__pf / 256usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ki_22,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
+                  let __strict: bool = (__tr1 + 256i64) * __tW1
+                    <= __len_b_ptr as i64 && __tc1 + 64i64 <= __tW1
+                    && {
+                      let mut __ok: bool = true;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        256usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        while __j < 64usize {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 256usize + __r);
+                                    0usize + ((__pf / 256usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
                               ),
+                            ));
+                          __j += 1;
+                        }
+                        __r += 256usize;
+                      }
+                      __ok
+                    };
+                  if !__strict {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::outline(move || {
+                        let mut __ok: bool = true;
+                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                          256usize,
+                        );
+                        let mut __r: usize = (__tid + 96usize) % 256usize;
+                        while __r < __nr {
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_12,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  256i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
                             ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 256usize;
+                            __p_N,
+                          ) {
+                            let __j0: i64 = if __rL + (__r as i64) >= __h {
+                              0
+                            } else {
+                              __w - __cL
+                            };
+                            let mut __j: usize = if __j0 > 0 {
+                              __j0 as usize
+                            } else {
+                              0
+                            };
+                            while __j < 64usize {
+                              __ok = __ok
+                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__j * 256usize + __r);
+                                        0usize + ((__pf / 256usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                                    __p_K,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ki_22,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                  ),
+                                ));
+                              __j += 1;
+                            }
+                          }
+                          __r += 256usize;
+                        }
+                        __ok
+                      });
                   }
                 }
                 __ok
@@ -1448,14 +2060,54 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
               && {
                 let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
                 let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 256usize;
-                  __ok = false;
-                  __r += 256usize;
+                let __strict: bool = (__tr1 + 64i64) * __tW1
+                  <= __len_b_ptr as i64 && __tc1 + 256i64 <= __tW1
+                  && {
+                    let mut __ok: bool = true;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 256usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 256usize;
+                      __ok = false;
+                      __r += 256usize;
+                    }
+                    __ok
+                  };
+                if !__strict {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::outline(move || {
+                      let mut __ok: bool = true;
+                      let mut __jl: usize = 255usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                256i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_N,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 256usize;
+                        __ok = false;
+                        __r += 256usize;
+                      }
+                      __ok
+                    });
                 }
                 __ok
               }
@@ -1475,45 +2127,115 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                   let __it: i64 = __nm;
                   let ki_22: i32 = ((__start as i64) + __it * (__step as i64))
                     as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 256usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 256usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __j);
-                                0usize + ((__pf / 256usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ki_22,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
+                  let __strict: bool = (__tr1 + 64i64) * __tW1
+                    <= __len_b_ptr as i64 && __tc1 + 256i64 <= __tW1
+                    && {
+                      let mut __ok: bool = true;
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 256usize;
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        while __j < 256usize {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 256usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
                               ),
+                            ));
+                          __j += 1;
+                        }
+                        __r += 256usize;
+                      }
+                      __ok
+                    };
+                  if !__strict {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::outline(move || {
+                        let mut __ok: bool = true;
+                        let mut __jl: usize = 255usize;
+                        while __jl > 0
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_12,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  256i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__jl) as i32),
                             ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 256usize;
+                            __p_N,
+                          ))
+                        {
+                          __jl -= 1;
+                        }
+                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                          64usize,
+                        );
+                        let mut __r: usize = (__tid + 96usize) % 256usize;
+                        while __r < __nr {
+                          let __f0: usize = __r * 256usize;
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          while __j < __jl + 1 {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __j);
+                                      0usize + ((__pf / 256usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                ),
+                              ));
+                            __j += 1;
+                          }
+                          __r += 256usize;
+                        }
+                        __ok
+                      });
                   }
                 }
                 __ok

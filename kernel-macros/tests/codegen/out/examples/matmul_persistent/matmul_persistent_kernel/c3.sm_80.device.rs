@@ -151,6 +151,11 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
           0,
         );
         {
+          let __tid: usize = ::kernel_std::__private::device::opaque_usize(
+            __tid,
+          );
+          let __lane: usize = __tid % 32;
+          let __warp: usize = __tid / 32;
           let __start: i32 = (0i32);
           let __end: i32 = k_tiles_3;
           let __step: i32 = (1i32);
