@@ -7,7 +7,8 @@
 //!              [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent]
 //! ```
 //!
-//! `--persistent` adds the provider `ours-persistent`: the persistent matmul
+//! `--shapes 4096x4096x4000,...` times these shapes instead of the squares and the non-square
+//! set. `--persistent` adds the provider `ours-persistent`: the persistent matmul
 //! (`examples::matmul_persistent`, Triton's tutorial 09), one program per multiprocessor.
 //!
 //! `--layout` makes A and/or B transposed views (`t`: the transpose of a contiguous tensor, as
@@ -139,10 +140,12 @@ struct Args {
     layout: (bool, bool),
     /// Adds the persistent matmul (`--persistent`).
     persistent: bool,
+    /// `--shapes MxNxK,...`: these shapes instead of the non-square set (and no squares).
+    shapes: Option<Vec<(usize, usize, usize)>>,
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent] [--shapes MxNxK,...]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -158,6 +161,7 @@ fn parse_args() -> Result<Args> {
         launch_overhead: false,
         layout: (false, false),
         persistent: false,
+        shapes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -171,6 +175,19 @@ fn parse_args() -> Result<Args> {
                 let v = value("--sizes")?;
                 let sizes = v.split(',').map(|s| s.trim().parse::<usize>()).collect::<Result<Vec<_>, _>>();
                 a.sizes = Some(sizes.with_context(|| format!("--sizes {v}: expected comma-separated integers"))?);
+            }
+            "--shapes" => {
+                let v = value("--shapes")?;
+                let parse = |t: &str| -> Option<(usize, usize, usize)> {
+                    let d: Vec<usize> = t.trim().split('x').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+                    match d[..] {
+                        [m, n, k] => Some((m, n, k)),
+                        _ => None,
+                    }
+                };
+                let shapes = v.split(',').map(parse).collect::<Option<Vec<_>>>();
+                a.shapes = Some(shapes.with_context(|| format!("--shapes {v}: expected comma-separated MxNxK"))?);
+                a.square = false;
             }
             "--warmup-ms" => a.opts.warmup_ms = value("--warmup-ms")?.parse()?,
             "--rep-ms" => a.opts.rep_ms = value("--rep-ms")?.parse()?,
@@ -588,7 +605,11 @@ fn main() -> Result<()> {
     }
 
     if args.nonsquare {
-        let cases: Vec<_> = if args.quick { NONSQUARE[..3].to_vec() } else { NONSQUARE.to_vec() };
+        let cases: Vec<_> = match &args.shapes {
+            Some(shapes) => shapes.iter().map(|&(m, n, k)| (m, n, k, "--shapes")).collect(),
+            None if args.quick => NONSQUARE[..3].to_vec(),
+            None => NONSQUARE.to_vec(),
+        };
         let shapes: Vec<(usize, usize, usize)> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
         let xs = (1..=cases.len() as i64).collect();
         let report = bench.sweep("nonsquare", "matmul-nonsquare", "case", xs, &shapes, args.progress)?;

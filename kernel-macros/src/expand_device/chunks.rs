@@ -183,9 +183,53 @@ impl DevGen<'_> {
     /// which also takes a remainder `x % m` of a unit-step `x` by a value constant along the row
     /// (the columns of a tile wrapped around a tensor's edge, `(pid * BLOCK + arange) % N`):
     /// it steps by one on the span when it does not wrap there, which the conditions pushed on
-    /// `conds` test (its values at both ends differ by `span`).
+    /// `conds` test (its values at both ends differ by `span`); and a `where_(c, a, b)` whose
+    /// condition holds on the whole span (columns clamped at the edge, `where_(offs < N, offs,
+    /// 0)`), which steps as `a` there.
     pub(super) fn col_step_over(&mut self, e: ExprId, moves: bool, at: &At, end: &At, span: &TokenStream, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         self.col_step_in(e, moves, at, Some((end, span)), conds)
+    }
+
+    /// Whether the boolean block `c` holds on an interval of the row's elements from `at` to
+    /// `end` (`span + 1` of them): a conjunction of comparisons of integer values affine along
+    /// the row, each of which the conditions pushed on `conds` check does not wrap between the
+    /// two ends (its values there differ by its step times `span`).
+    fn interval_over(&mut self, c: ExprId, moves: bool, at: &At, (end, span): (&At, &TokenStream), conds: &mut Vec<TokenStream>) -> Option<()> {
+        let k = self.k;
+        let d = &self.p.d;
+        if self.along(c, moves) == Along::Const {
+            return Some(());
+        }
+        let children = |g: &mut Self, x: ExprId| (g.child_moves(c, x, moves), g.sub_at(c, x, at), g.sub_at(c, x, end));
+        match &k.exprs[c].kind {
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.interval_over(init, moves, at, (end, span), conds),
+                _ => None,
+            },
+            ExprKind::ExpandDims(x, _) => self.interval_over(*x, moves, at, (end, span), conds),
+            ExprKind::BroadcastTo(x) => {
+                let (m, a0, a1) = children(self, *x);
+                self.interval_over(*x, m, &a0, (&a1, span), conds)
+            }
+            ExprKind::Binary(BinOp::And, x, y) => {
+                for z in [*x, *y] {
+                    let (m, a0, a1) = children(self, z);
+                    self.interval_over(z, m, &a0, (&a1, span), conds)?;
+                }
+                Some(())
+            }
+            ExprKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, x, y) => {
+                for z in [*x, *y] {
+                    let (m, a0, a1) = children(self, z);
+                    let step = self.col_step_in(z, m, &a0, None, &mut Vec::new())?;
+                    let t = self.elem(&k.exprs[z].ty);
+                    let (v0, v1) = (self.ev(z, &a0), self.ev(z, &a1));
+                    conds.push(quote!((#d::cast::<#t, i64>(#v1).wrapping_sub(#d::cast::<#t, i64>(#v0)) == (#step).wrapping_mul(#span))));
+                }
+                Some(())
+            }
+            _ => None,
+        }
     }
 
     fn col_step_in(&mut self, e: ExprId, moves: bool, at: &At, end: Option<(&At, &TokenStream)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
@@ -233,6 +277,18 @@ impl DevGen<'_> {
                 let (v0, v1) = (self.ev(e, at), self.ev(e, at1));
                 conds.push(quote!((#sx == 1i64 && #d::cast::<#t, i64>(#v1).wrapping_sub(#d::cast::<#t, i64>(#v0)) == #span)));
                 Some(quote!(1i64))
+            }
+            // Where the condition holds on the whole span, the value taken there (the rows or
+            // columns of a tile clamped at a tensor's edge, `where_(offs < N, offs, 0)`): the
+            // condition, made of comparisons of values that are affine along the row and do not
+            // wrap on the span, holds on an interval, so holding at both ends it holds between.
+            ExprKind::Where(c, a, _) if int(e) && end.is_some() => {
+                let (at1, span) = end?;
+                let (c_moves, c0, c1) = (self.child_moves(e, *c, moves), self.sub_at(e, *c, at), self.sub_at(e, *c, at1));
+                self.interval_over(*c, c_moves, &c0, (&c1, span), conds)?;
+                let (v0, v1) = (self.ev(*c, &c0), self.ev(*c, &c1));
+                conds.push(quote!((#v0 && #v1)));
+                sub(self, *a, conds)
             }
             ExprKind::Unary(UnOp::Neg, x) if int(e) => {
                 let sx = sub(self, *x, conds)?;

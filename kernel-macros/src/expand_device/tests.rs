@@ -1545,3 +1545,16 @@ fn live_lines_of_a_k_loop_inside_a_loop_over_tiles() {
     let (a, b) = live(&src("pm2"));
     assert!(a.is_none() && b.is_some(), "a scalar bound after the K loop");
 }
+
+/// The tensor-map in-row check of a tile whose columns are clamped at the tensor's edge
+/// (`where_(offs_n < N, offs_n, 0)`, Triton's persistent matmul) tests the columns where the
+/// condition holds at both ends of the row instead of failing every tile.
+#[test]
+fn columns_clamped_with_where_step_by_one_in_the_tensor_map_check() {
+    let src = matmul(3, 32, "")
+        .replace("let offs_n = (program_id(1) * BN + arange(0, BN)) % N;", "let rn = program_id(1) * BN + arange(0, BN); let offs_n = where_(rn < N, rn, 0);")
+;
+    let (out, p) = first_plan("", &src, Target::Sm90a);
+    assert!(matches!(only_loop(&p), Schedule::Pipelined(pp) if !pp.mem.maps.is_empty()), "tensor maps:\n{p}");
+    assert!(!out.contains("__ok = false ;"), "no in-row check that always fails");
+}

@@ -2057,7 +2057,194 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let mut __r: usize = (__tid + 96usize) % 256usize;
                     while __r < __nr {
                       let __f0: usize = __r * 128usize;
-                      __ok = false;
+                      let __v0: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      let __v1: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 127usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 127usize);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 127usize);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      __ok = __ok
+                        && (0i64)
+                          .wrapping_add(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(__p_stride_bn)
+                              .wrapping_mul((0i64).wrapping_add(1i64)),
+                          ) == 1i64
+                        && (::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 127usize);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                          ) == ((0i64).wrapping_add(1i64)).wrapping_mul(127i64))
+                        && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                          ) == (0i64).wrapping_mul(127i64))
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_14,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 127usize);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )) && __v1 - __v0 == 127i64
+                        && __v0 == __tO + (__r as i64) * __tW;
                       __r += 256usize;
                     }
                     __ok
@@ -2090,7 +2277,195 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       let mut __r: usize = (__tid + 96usize) % 256usize;
                       while __r < __nr {
                         let __f0: usize = __r * 128usize;
-                        __ok = false;
+                        let __v0: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_bn,
+                            ),
+                          ),
+                        );
+                        let __v1: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __jl);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __jl);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __jl);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_bn,
+                            ),
+                          ),
+                        );
+                        __ok = __ok
+                          && (0i64)
+                            .wrapping_add(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(__p_stride_bn)
+                                .wrapping_mul((0i64).wrapping_add(1i64)),
+                            ) == 1i64
+                          && (::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __jl);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            )
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                              ),
+                            )
+                            == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
+                          && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                            ) == (0i64).wrapping_mul((__jl as i64)))
+                          && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __jl);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            )) && __v1 - __v0 == (__jl as i64)
+                          && __v0 == __tO + (__r as i64) * __tW;
                         __r += 256usize;
                       }
                       __ok

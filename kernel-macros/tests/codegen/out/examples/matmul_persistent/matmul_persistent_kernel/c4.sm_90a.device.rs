@@ -2008,7 +2008,194 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let mut __r: usize = (__tid + 32usize) % 128usize;
                     while __r < __nr {
                       let __f0: usize = __r * 64usize;
-                      __ok = false;
+                      let __v0: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      let __v1: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 63usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 63usize);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      __ok = __ok
+                        && (0i64)
+                          .wrapping_add(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(__p_stride_bn)
+                              .wrapping_mul((0i64).wrapping_add(1i64)),
+                          ) == 1i64
+                        && (::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                          ) == ((0i64).wrapping_add(1i64)).wrapping_mul(63i64))
+                        && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                          ) == (0i64).wrapping_mul(63i64))
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_14,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )) && __v1 - __v0 == 63i64
+                        && __v0 == __tO + (__r as i64) * __tW;
                       __r += 128usize;
                     }
                     __ok
@@ -2041,7 +2228,195 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       let mut __r: usize = (__tid + 32usize) % 128usize;
                       while __r < __nr {
                         let __f0: usize = __r * 64usize;
-                        __ok = false;
+                        let __v0: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_bn,
+                            ),
+                          ),
+                        );
+                        let __v1: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __jl);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __jl);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __jl);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_bn,
+                            ),
+                          ),
+                        );
+                        __ok = __ok
+                          && (0i64)
+                            .wrapping_add(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(__p_stride_bn)
+                                .wrapping_mul((0i64).wrapping_add(1i64)),
+                            ) == 1i64
+                          && (::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __jl);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            )
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                              ),
+                            )
+                            == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
+                          && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                            ) == (0i64).wrapping_mul((__jl as i64)))
+                          && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __jl);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            )) && __v1 - __v0 == (__jl as i64)
+                          && __v0 == __tO + (__r as i64) * __tW;
                         __r += 128usize;
                       }
                       __ok
