@@ -257,3 +257,21 @@ pub fn two_stage_attention<const BM: i32, const BN: i32>(q_ptr: Ptr<f16>, k_ptr:
     }
     store(o_ptr + offs_m.as_col() * 64 + offs_d.as_row(), acc / l_i.as_col());
 }
+
+/// `C = A @ B` with the K loop written as many Triton kernels write it (`accumulator +=
+/// tl.dot(a, b)`, the pointers recomputed from the loop variable): on the GPU it takes the same
+/// pipelined loop as `dot(a, b, acc)` with stepped pointers. One config of 64x64 tiles on 4 warps
+/// (a `wgmma` tile on sm_90a).
+#[kernel(BM = [64], BN = [64], BK = [32], num_warps = 4, num_stages = 3)]
+pub fn matmul_plus_equals<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f16>, b: Ptr<f16>, c: Ptr<f32>, m: i32, n: i32, k: i32) {
+    let rm = program_id(0) * BM + arange(0, BM);
+    let rn = program_id(1) * BN + arange(0, BN);
+    let mut accumulator = zeros::<f32>([BM, BN]);
+    for kk in 0..cdiv(k, BK) {
+        let rk = kk * BK + arange(0, BK);
+        let x = load(a + rm.as_col() * k + rk.as_row(), (rm.as_col() < m) & (rk.as_row() < k), 0.0);
+        let y = load(b + rk.as_col() * n + rn.as_row(), (rk.as_col() < k) & (rn.as_row() < n), 0.0);
+        accumulator += dot(x, y);
+    }
+    store(c + rm.as_col() * n + rn.as_row(), accumulator, (rm.as_col() < m) & (rn.as_row() < n));
+}

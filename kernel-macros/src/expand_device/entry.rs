@@ -53,6 +53,7 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, (num_war
     let mut folded = fold::fold_static_ifs(k, vals);
     multiples::drop_proven_hints(&mut folded, vals);
     alias::inline_scalar_aliases(&mut folded);
+    accumulate::fuse_accumulation(&mut folded);
     let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split, maxnreg };
     let folded = step_pointers(folded, &inst(false));
     let k = &folded;

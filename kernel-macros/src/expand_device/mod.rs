@@ -30,6 +30,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashMap;
 
+mod accumulate;
 mod alias;
 mod bits;
 mod bounds;

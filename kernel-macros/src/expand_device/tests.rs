@@ -1558,3 +1558,24 @@ fn columns_clamped_with_where_step_by_one_in_the_tensor_map_check() {
     assert!(matches!(only_loop(&p), Schedule::Pipelined(pp) if !pp.mem.maps.is_empty()), "tensor maps:\n{p}");
     assert!(!out.contains("__ok = false ;"), "no in-row check that always fails");
 }
+
+
+/// `acc += dot(a, b)` is combined into `acc = dot(a, b, acc)` before planning, so its K loop is
+/// pipelined like the one written with the accumulator argument; a sum with another value, or
+/// of another type, is left as written.
+#[test]
+fn plus_equals_dot_is_pipelined_like_dot_with_an_accumulator() {
+    let plan = |src: &str| {
+        let (_, inst) = expand("", src);
+        let (mut k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
+        accumulate::fuse_accumulation(&mut k);
+        let (k, vals): (&'static Kernel, &'static HashMap<String, i64>) = (Box::leak(Box::new(k)), Box::leak(Box::new(vals)));
+        plan_of(k, vals, warps, stages, Target::Sm90a)
+    };
+    for form in ["acc += dot(a, b);", "acc = dot(a, b) + acc;", "acc = acc + dot(a, b);"] {
+        let p = plan(&matmul(3, 32, "").replace("acc = dot(a, b, acc);", form));
+        assert!(matches!(only_loop(&p), Schedule::Pipelined(_)), "{form}:\n{p}");
+    }
+    let p = plan(&matmul(3, 32, "").replace("acc = dot(a, b, acc);", "acc = dot(a, b) + zeros::<f32>([BM, BN]);"));
+    assert!(!matches!(only_loop(&p), Schedule::Pipelined(_)), "not an accumulation:\n{p}");
+}

@@ -19,6 +19,24 @@ fn bf16_dot_with_transpose_and_i64_strides() {
     assert!(worst_ratio(&c.to_f64_vec(), &want, 1e-4, 1e-5) <= 1.0);
 }
 
+/// `accumulator += dot(a, b)` with pointers recomputed from the loop variable (combined into
+/// `dot(a, b, acc)` and stepped on the GPU), on ragged and tile-sized shapes.
+#[test]
+fn plus_equals_dot_with_recomputed_pointers() {
+    let dev = tests::test_device();
+    for (m, n, k) in [(70usize, 90usize, 150usize), (128, 128, 256), (64, 200, 40)] {
+        let a = Tensor::<f16>::randn(&dev, &[m, k], 5).unwrap();
+        let b = Tensor::<f16>::randn(&dev, &[k, n], 6).unwrap();
+        let c = Tensor::<f32>::full(&dev, &[m, n], f32::NAN).unwrap();
+        let grid = (cdiv(m as i32, 64), cdiv(n as i32, 64));
+        matmul_plus_equals::launch(grid, &a, &b, &c, m as i32, n as i32, k as i32, 64, 64, 32).unwrap();
+        let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+        let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|kk| av[(i / n) * k + kk] * bv[kk * n + i % n]).sum()).collect();
+        let r = worst_ratio(&c.to_f64_vec(), &want, 1e-3, 1e-3);
+        assert!(r <= 1.0, "{m}x{n}x{k}: worst error ratio {r}");
+    }
+}
+
 #[test]
 fn reductions_on_both_axes_and_2d_grid() {
     let dev = tests::test_device();

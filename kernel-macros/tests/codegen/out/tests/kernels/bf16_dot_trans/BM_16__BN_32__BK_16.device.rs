@@ -32,24 +32,17 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut acc_3: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      1usize,
+      4usize,
       _,
     >(
       #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
+      |__j: usize| {
+        let __f: usize = ((__warp / 4usize) * 16usize + ((__j) / 4usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 32usize
+          + (__warp % 4usize) * 8usize + (((__j) % 4usize) / 4) * 8 + (__j) % 2
+          + (__lane % 4) * 2;
+        acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
       },
     );
@@ -1437,7 +1430,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 4usize) * 8usize
               + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma7[__j] = 0.0f32;
+            __mma7[__j] = acc_3[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<2>();
@@ -1680,39 +1673,9 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 4usize) * 8usize
               + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(2560usize) as *mut f32).add(__f),
-              __mma7[__j],
-            );
+            acc_3[__j] = __mma7[__j];
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  acc_3[__j],
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(2560usize) as *mut f32).add(__f),
-                  ),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
         __buf0 = if __buf0 == 2u32 { 0 } else { __buf0 + 1 };
         __i = match __i.checked_add(__step) {
           Some(n) => n,
@@ -1721,32 +1684,166 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
+    {
+      let __sfast: bool = true
+        && {
+          let __pa: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 16usize + 0usize
+                        + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (((__warp / 4usize) * 16usize + 0usize
+                    + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                    + 0usize + (__lane % 4) * 2);
+                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __pz: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 16usize + 0usize
+                        + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                        + 1usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (((__warp / 4usize) * 16usize + 0usize
+                    + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                    + 1usize + (__lane % 4) * 2);
+                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                }) as i32,
+              ),
+          );
+          1i64 == 1i64 && (__pz as usize).wrapping_sub(__pa as usize) == 4usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              2usize,
+            ) && true
+        }
+        && {
+          let __pa: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 16usize + 8usize
+                        + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (((__warp / 4usize) * 16usize + 8usize
+                    + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                    + 0usize + (__lane % 4) * 2);
+                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __pz: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 16usize + 8usize
+                        + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                        + 1usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (((__warp / 4usize) * 16usize + 8usize
+                    + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                    + 1usize + (__lane % 4) * 2);
+                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                }) as i32,
+              ),
+          );
+          1i64 == 1i64 && (__pz as usize).wrapping_sub(__pa as usize) == 4usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              2usize,
+            ) && true
+        };
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
           #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          |__j: usize| -> f32 {
+            let __v: usize = __j % 2;
+            let __f: usize = ((__warp / 4usize) * 16usize
+              + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 4usize) * 8usize
+              + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_3[__j]
+          },
+        );
+        {
+          let __pr: [*mut f32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_c,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = __f;
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 16usize + 0usize + __lane / 4)
+                            * 32usize + (__warp % 4usize) * 8usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
                         0usize + ((__pf / 32usize) % 16usize) * 1usize
                       }) as i32,
                     ),
@@ -1758,105 +1855,206 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = __f;
+                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                      ((__warp / 4usize) * 16usize + 0usize + __lane / 4)
+                        * 32usize + (__warp % 4usize) * 8usize + 0usize
+                        + (__lane % 4) * 2,
+                    );
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = true;
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_c,
-            __len_c,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 16usize + 8usize + __lane / 4)
+                            * 32usize + (__warp % 4usize) * 8usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                      ((__warp / 4usize) * 16usize + 8usize + __lane / 4)
+                        * 32usize + (__warp % 4usize) * 8usize + 0usize
+                        + (__lane % 4) * 2,
+                    );
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          ];
           {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
+            let mut __sv: [f32; 2] = [<f32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(0usize);
+            __sv[1usize] = __val(1usize);
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
           {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
+            let mut __sv: [f32; 2] = [<f32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(2usize);
+            __sv[1usize] = __val(3usize);
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
           }
         }
-      },
-    );
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 4usize) * 16usize
+                + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = acc_3[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 4usize) * 16usize
+                + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
+                + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = acc_3[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c,
+                __len_c,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+            __p += 1;
+          }
+        });
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "bf16_dot_trans"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 239usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6656, \"maxnreg\": null}";
+pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 239usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2560, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]
