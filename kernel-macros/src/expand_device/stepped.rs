@@ -4,7 +4,10 @@
 //! become pointers stepped once per iteration, as the seeds' kernel writes them (`a_ptrs +=
 //! BLOCK_K * stride_ak`): a mutable local set before the loop to the pointers of its first
 //! iteration and advanced at the end of each by the amount they move per iteration. The plan
-//! then sees the loop the software pipeliner takes (`DevicePlan::pipeline_plan`).
+//! then sees the loop the software pipeliner takes (`DevicePlan::pipeline_plan`). The body's
+//! scalar `let`s of integer arithmetic on the variable (`k_remaining = K - k * BLOCK_K`, which
+//! the masks read) are inlined into their reads first: the pipeliner evaluates the masks of
+//! iterations ahead of the one the body runs.
 //!
 //! A pointer block is stepped when it moves as a whole with the loop variable: it is a sum of
 //! terms each independent of the variable or the variable times loop-invariant scalars (through
@@ -39,11 +42,10 @@ fn rewrite(k: &mut Kernel, stmts: Vec<Stmt>, only: Option<&HashSet<LocalId>>, ch
             Stmt::For { var, start, end, step, body, span } => {
                 let mut body = rewrite(k, body, only, changed);
                 if only.is_none_or(|o| o.contains(&var)) {
-                    let before = step_loop(k, var, (start, step), &mut body);
-                    if !before.is_empty() {
+                    if let Some(before) = step_loop(k, var, (start, step), &mut body) {
                         changed.push(var);
+                        out.extend(before);
                     }
-                    out.extend(before);
                 }
                 out.push(Stmt::For { var, start, end, step, body, span });
             }
@@ -109,11 +111,22 @@ fn copyable(kind: &ExprKind) -> bool {
     )
 }
 
-/// The statements to put before the loop over `var` (the stepped pointers' first values), after
-/// stepping the operand pointers of its body's `dot` that recompute from `var` (see the module
-/// documentation); none when the loop is left as written.
-fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>) -> Vec<Stmt> {
-    let Some(loads) = dot_operand_loads(k, body) else { return Vec::new() };
+/// Rewrites the K loop over `var` (see the module documentation): the body's scalar `let`s
+/// inlined, then the operand pointers that recompute from `var` stepped. The statements to put
+/// before the loop (the stepped pointers' first values) when the loop changed, else `None`.
+fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>) -> Option<Vec<Stmt>> {
+    let loads = dot_operand_loads(k, body)?;
+    let inlined = inline_scalar_lets(k, var, body);
+    let stepped = step_pointers(k, var, (start, step), body, loads);
+    match stepped {
+        Some(before) => Some(before),
+        None if inlined => Some(Vec::new()),
+        None => None,
+    }
+}
+
+/// What the pointers and scalars of the loop over `var` may read (see [`LoopScope`]).
+fn loop_scope(k: &Kernel, var: LocalId, body: &[Stmt]) -> LoopScope {
     let changed = loop_values(body);
     let lets = body
         .iter()
@@ -122,10 +135,45 @@ fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body
             _ => None,
         })
         .collect();
-    let scope = LoopScope { var, lets, changed };
+    LoopScope { var, lets, changed }
+}
+
+/// Inlines the body's immutable scalar `let`s whose values are integer arithmetic on the loop
+/// variable and values the loop does not change (`k_remaining = K - k * BLOCK_K`): each read
+/// becomes a copy of the value and the `let` goes, so that the pipeliner, which evaluates the
+/// masks of any iteration ahead of the body, sees what they read. Whether one was inlined.
+fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> bool {
+    let mut inlined = false;
+    let mut i = 0;
+    while i < body.len() {
+        let scope = loop_scope(k, var, body);
+        let Stmt::Let { local, value } = body[i] else {
+            i += 1;
+            continue;
+        };
+        if !k.locals[local].ty.is_scalar() || !scope.lets.contains_key(&local) || !scope.allows(k, value) {
+            i += 1;
+            continue;
+        }
+        for e in 0..k.exprs.len() {
+            if matches!(k.exprs[e].kind, ExprKind::Local(l) if l == local) {
+                let c = copy(k, &scope, value, None);
+                k.exprs[e].kind = k.exprs[c].kind.clone();
+            }
+        }
+        body.remove(i);
+        inlined = true;
+    }
+    inlined
+}
+
+/// Steps the pointers of the operand loads `loads` that recompute from `var` (see the module
+/// documentation), when every one can be: the statements to put before the loop.
+fn step_pointers(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>, loads: Vec<ExprId>) -> Option<Vec<Stmt>> {
+    let scope = loop_scope(k, var, body);
     let moving: Vec<ExprId> = loads.into_iter().filter(|&ld| scope.depends(k, load_ptr(k, ld))).collect();
     if moving.is_empty() || !moving.iter().all(|&ld| scope.allows(k, load_ptr(k, ld)) && derivative(k, &scope, load_ptr(k, ld)).is_some_and(|d| d.is_some())) {
-        return Vec::new();
+        return None;
     }
     let mut before = Vec::new();
     for ld in moving {
@@ -152,7 +200,7 @@ fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body
         let next = push(k, ExprKind::PtrAdd(cur, per_iter), ty, span);
         body.push(Stmt::Assign { local: p, value: next });
     }
-    before
+    Some(before)
 }
 
 /// The loads of the operands of the body's one `dot`, `acc = dot(a, b, acc)` with `a` and `b`

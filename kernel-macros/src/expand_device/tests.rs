@@ -1534,11 +1534,11 @@ fn live_lines_of_a_k_loop_inside_a_loop_over_tiles() {
     let live = |src: &str| {
         let (_, p) = first_plan("", src, Target::Sm90a);
         let pipelined = p.loops.values().find_map(|s| match s {
-            Schedule::Pipelined(pp) => Some(pp.clone()),
+            Schedule::Pipelined(pp) => Some((pp.ops[0].live, pp.ops[1].live)),
             _ => None,
         });
-        let pp = pipelined.unwrap_or_else(|| panic!("no pipelined loop:\n{p}"));
-        (pp.ops[0].live.map(|l| p.k.expr_text(l.pred)), pp.ops[1].live.map(|l| p.k.expr_text(l.pred)))
+        let (a, b) = pipelined.unwrap_or_else(|| panic!("no pipelined loop:\n{p}"));
+        (a.map(|l| p.k.expr_text(l.pred)), b.map(|l| p.k.expr_text(l.pred)))
     };
     let (a, b) = live(&src("pm"));
     assert!(a.is_some_and(|t| t.contains("%cm.")) && b.is_some_and(|t| t.contains("%cn.")));
@@ -1578,4 +1578,25 @@ fn plus_equals_dot_is_pipelined_like_dot_with_an_accumulator() {
     }
     let p = plan(&matmul(3, 32, "").replace("acc = dot(a, b, acc);", "acc = dot(a, b) + zeros::<f32>([BM, BN]);"));
     assert!(!matches!(only_loop(&p), Schedule::Pipelined(_)), "not an accumulation:\n{p}");
+}
+
+/// A K loop whose masks read a scalar computed in the body (`k_remaining = K - k * BK`, as
+/// Triton's split-K matmul writes it) is pipelined once the scalar is inlined into its reads
+/// (`stepped.rs`); a scalar read from memory keeps the loop as written.
+#[test]
+fn scalars_computed_in_a_k_loop_are_inlined_into_its_masks() {
+    let schedule = |src: &str| {
+        let (_, inst) = expand("", src);
+        let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
+        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+        let inst = plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None };
+        let k: &'static Kernel = Box::leak(Box::new(entry::step_pointers(k, &inst)));
+        let p = plan_of(k, vals, warps, stages, Target::Sm90a);
+        (matches!(only_loop(&p), Schedule::Pipelined(_)), p.to_string())
+    };
+    let with = |stmt: &str| matmul(3, 32, "").replace("let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);", &format!("{stmt} let a = load(a_ptrs, offs_k.as_row() < k_remaining, 0.0);")).replace("let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);", "let b = load(b_ptrs, offs_k.as_col() < k_remaining, 0.0);");
+    let (pipelined, p) = schedule(&with("let k_remaining = K - k * BK;"));
+    assert!(pipelined, "{p}");
+    let (pipelined, p) = schedule(&with("let k_remaining = load(a_ptr + k).to::<i32>();"));
+    assert!(!pipelined, "{p}");
 }
