@@ -7,7 +7,9 @@
 //! then sees the loop the software pipeliner takes (`DevicePlan::pipeline_plan`). The body's
 //! scalar `let`s of integer arithmetic on the variable (`k_remaining = K - k * BLOCK_K`, which
 //! the masks read) are inlined into their reads first: the pipeliner evaluates the masks of
-//! iterations ahead of the one the body runs.
+//! iterations ahead of the one the body runs. Before that, an operand `trans(b)` of a `b`
+//! loaded in the body (`dot(a, b.trans())` of a weight stored `[N, K]`) becomes a load of the
+//! transposed pointers, which the pipeliner stages from memory contiguous down its columns.
 //!
 //! A pointer block is stepped when it moves as a whole with the loop variable: it is a sum of
 //! terms each independent of the variable or the variable times loop-invariant scalars (through
@@ -115,8 +117,9 @@ fn copyable(kind: &ExprKind) -> bool {
 /// inlined, then the operand pointers that recompute from `var` stepped. The statements to put
 /// before the loop (the stepped pointers' first values) when the loop changed, else `None`.
 fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>) -> Option<Vec<Stmt>> {
-    let loads = dot_operand_loads(k, body)?;
-    let inlined = inline_scalar_lets(k, var, body);
+    let transposed = load_transposed_operands(k, body);
+    let Some(loads) = dot_operand_loads(k, body) else { return transposed.then(Vec::new) };
+    let inlined = inline_scalar_lets(k, var, body) || transposed;
     let stepped = step_pointers(k, var, (start, step), body, loads);
     match stepped {
         Some(before) => Some(before),
@@ -165,6 +168,115 @@ fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> boo
         inlined = true;
     }
     inlined
+}
+
+/// Replaces each operand `trans(x)` of the body's one `dot`, `x` a 2-D load bound at the body's
+/// top level and read only there (`dot(a, b.trans())` of a weight stored `[N, K]`), by a load
+/// of the transposed pointers, mask and fill (the transpose pushed down to the `expand_dims` of
+/// the offsets, see [`transposed`]): the loop then stages the operand from memory contiguous
+/// down its columns, which the tensor maps and `ldmatrix.trans` copy. Whether one was.
+fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt]) -> bool {
+    let mut dots = Vec::new();
+    for s in body.iter() {
+        if let Stmt::Assign { value, .. } | Stmt::Let { value, .. } = s {
+            collect_dots(k, *value, &mut dots);
+        }
+    }
+    let [dot] = dots[..] else { return false };
+    let ExprKind::Dot { a, b, acc } = k.exprs[dot].kind else { return false };
+    let mut changed = false;
+    let mut operands = [a, b];
+    for x in operands.iter_mut() {
+        let ExprKind::Trans(inner) = k.exprs[*x].kind else { continue };
+        let ExprKind::Local(l) = k.exprs[inner].kind else { continue };
+        let reads = k.exprs.iter().filter(|e| matches!(e.kind, ExprKind::Local(r) if r == l)).count();
+        let Some(at) = body.iter().position(|s| matches!(s, Stmt::Let { local, .. } if *local == l)) else { continue };
+        let Stmt::Let { value: ld, .. } = body[at] else { continue };
+        let ExprKind::Load { ptr, mask, other } = k.exprs[ld].kind else { continue };
+        if reads != 1 || k.locals[l].mutable || k.exprs[ld].ty.shape.len() != 2 {
+            continue;
+        }
+        let ptr_t = transposed(k, ptr);
+        let mask_t = mask.map(|m| transposed(k, m));
+        let ty = k.exprs[*x].ty.clone();
+        let span = k.exprs[ld].span;
+        let load_t = push(k, ExprKind::Load { ptr: ptr_t, mask: mask_t, other }, ty.clone(), span);
+        let local = k.locals.len();
+        k.locals.push(Local { name: format!("{}_t", k.locals[l].name), ty: ty.clone(), mutable: false });
+        body[at] = Stmt::Let { local, value: load_t };
+        *x = push(k, ExprKind::Local(local), ty, span);
+        changed = true;
+    }
+    if changed {
+        let [a, b] = operands;
+        k.exprs[dot].kind = ExprKind::Dot { a, b, acc };
+    }
+    changed
+}
+
+/// The transpose of the 2-D block `e` (as the block it broadcasts to: a 1-D row becomes a
+/// column) as an expression added to the kernel: elementwise operations of transposed operands,
+/// `expand_dims` on the other axis, immutable locals bound once by their values (not through
+/// mutable locals, whose value at the read may differ); scalars as they are; anything else (a
+/// load, a reduction, a mutable local) under an explicit `trans`.
+fn transposed(k: &mut Kernel, e: ExprId) -> ExprId {
+    let (kind, ty, span) = (k.exprs[e].kind.clone(), k.exprs[e].ty.clone(), k.exprs[e].span);
+    match ty.shape.len() {
+        0 => return e,
+        // A row broadcast along the block's rows: the transpose is the column `[n, 1]`.
+        1 => {
+            let ty_c = Ty { shape: vec![ty.shape[0].clone(), crate::shape::Dim::constant(1)], ..ty };
+            return push(k, ExprKind::ExpandDims(e, 1), ty_c, span);
+        }
+        _ => {}
+    }
+    let mut ty_t = ty.clone();
+    ty_t.shape.swap(0, 1);
+    let kind_t = match kind {
+        ExprKind::Trans(x) => return x,
+        ExprKind::ExpandDims(x, ax) if ax <= 1 && k.exprs[x].ty.shape.len() == 1 => ExprKind::ExpandDims(x, 1 - ax),
+        ExprKind::Local(l) if !k.locals[l].mutable => match single_let(&k.body, l).map(|v| (v, &k.exprs[v].kind)) {
+            Some((v, kind)) if !matches!(kind, ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. }) && !reads_mutable(k, v) => {
+                return transposed(k, v)
+            }
+            _ => ExprKind::Trans(e),
+        },
+        ExprKind::Unary(op, x) => ExprKind::Unary(op, transposed(k, x)),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (transposed(k, a), transposed(k, b));
+            ExprKind::Binary(op, a, b)
+        }
+        ExprKind::PtrAdd(a, b) => {
+            let (a, b) = (transposed(k, a), transposed(k, b));
+            ExprKind::PtrAdd(a, b)
+        }
+        ExprKind::Cast(x) => ExprKind::Cast(transposed(k, x)),
+        ExprKind::BroadcastTo(x) => ExprKind::BroadcastTo(transposed(k, x)),
+        ExprKind::Full(x) => ExprKind::Full(x),
+        ExprKind::Where(c, a, b) => {
+            let (c, a, b) = (transposed(k, c), transposed(k, a), transposed(k, b));
+            ExprKind::Where(c, a, b)
+        }
+        _ => ExprKind::Trans(e),
+    };
+    push(k, kind_t, ty_t, span)
+}
+
+/// Whether `e` reads a mutable local (directly).
+fn reads_mutable(k: &Kernel, e: ExprId) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Local(l) => k.locals[*l].mutable,
+        kind => kind.operands().into_iter().any(|c| reads_mutable(k, c)),
+    }
+}
+
+/// The value of local `l` when a single `let` anywhere in `stmts` gives it one and nothing
+/// assigns it.
+fn single_let(stmts: &[Stmt], l: LocalId) -> Option<ExprId> {
+    match assigned_values_in(stmts).get(&l).map(Vec::as_slice) {
+        Some([v]) => Some(*v),
+        _ => None,
+    }
 }
 
 /// Steps the pointers of the operand loads `loads` that recompute from `var` (see the module

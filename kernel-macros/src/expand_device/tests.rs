@@ -1600,3 +1600,42 @@ fn scalars_computed_in_a_k_loop_are_inlined_into_its_masks() {
     let (pipelined, p) = schedule(&with("let k_remaining = load(a_ptr + k).to::<i32>();"));
     assert!(!pipelined, "{p}");
 }
+
+/// `dot(a, b.trans())` of a `b` loaded `[BN, BK]` (a weight stored `[N, K]`) with pointers
+/// recomputed from the loop variable: the transpose is pushed into the load's pointers and mask
+/// (`stepped.rs`), so the loop is pipelined with B staged from memory contiguous down its
+/// columns; with pointers advanced in place (a mutable local) the loop stays as written.
+#[test]
+fn a_transposed_operand_is_loaded_through_transposed_pointers() {
+    let src = |recomputed: bool| {
+        let b_load = if recomputed {
+            "let rk = k * BK + arange(0, BK); let b = load(b_ptr + offs_n.as_col() * K + rk.as_row(), rk.as_row() < K, 0.0);"
+        } else {
+            "let b = load(bt_ptrs, offs_k.as_row() < K - k * BK, 0.0); bt_ptrs += BK;"
+        };
+        matmul(3, 32, "")
+            .replace("let mut b_ptrs = b_ptr + (offs_k.as_col() * N + offs_n.as_row());", "let mut bt_ptrs = b_ptr + (offs_n.as_col() * K + offs_k.as_row());")
+            .replace("let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);", b_load)
+            .replace("b_ptrs += BK * N;", "")
+            .replace("acc = dot(a, b, acc);", "acc = dot(a, b.trans(), acc);")
+    };
+    for target in [Target::Sm80, Target::Sm90a] {
+        let schedule = |src: &str| {
+            let (_, inst) = expand("", src);
+            let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
+            let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+            let inst = plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None };
+            let k: &'static Kernel = Box::leak(Box::new(entry::step_pointers(k, &inst)));
+            let p = plan_of(k, vals, warps, stages, target);
+            let pipelined = match only_loop(&p) {
+                Schedule::Pipelined(pp) => Some(k.expr_text(pp.ops[1].load)),
+                _ => None,
+            };
+            (pipelined, p.to_string())
+        };
+        let (b, p) = schedule(&src(true));
+        assert!(b.as_ref().is_some_and(|t| t.contains("expand_dims(1)") && !t.contains("trans(")), "{target:?}: {b:?}\n{p}");
+        let (b, p) = schedule(&src(false));
+        assert!(b.is_none(), "{target:?}: {p}");
+    }
+}

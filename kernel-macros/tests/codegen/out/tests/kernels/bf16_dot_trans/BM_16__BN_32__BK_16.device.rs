@@ -46,726 +46,81 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
         );
       },
     );
+    let mut ptrs_stepped_9_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut ptrs_stepped_10_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_k;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         16i64,
       );
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st9: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          (1i32),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+        ),
+      );
+      let __st10: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          (1i32),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+        ),
+      );
+      let mut __pb0: [i64; 1usize] = [<i64 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+      let mut __lo0: i64 = i64::MAX;
+      let mut __hi0: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
       {
-        let mut __nx: Option<i32> = if __step != 0 {
-          Some(__start)
-        } else {
-          None
-        };
-        let mut __b: u32 = 0;
-        while __b < 2u32 {
-          if let Some(__nx) = __nx {
-            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
-            {
-              let k0_4: i32 = __nx;
-              for __jc in 0..1usize {
-                let __c = __jc * 128usize + __tid;
-                if __c < 32usize {
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 16usize;
-                      __r * 16usize
-                        + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                    }) + __sf % 8
-                  });
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i64 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_lda,
-                      ),
+        let __c: usize = 0usize * 128usize + __tid;
+        if __c < 32usize {
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i64, bool) = {
+            let __q0 = (::kernel_std::__private::device::cast::<
+              i64,
+              i64,
+            >(
+              <i64 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
                     ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i64 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_lda,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __all = {
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c3 = __p_k;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x2,
-                      __x1,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x2,
-                        __c3,
-                      )
-                  };
-                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_a,
-                      __len_a,
-                      8usize,
-                    )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
-                      16,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + ((0usize + ((__b) as usize) * 512usize) + __s0 * 2)
-                          as u32,
-                      __p0 as *const u8,
-                    ))
-                  {
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 0usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 1usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 2usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 3usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 4usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 5usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 6usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem.add((0usize + ((__b) as usize) * 512usize))
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(__s0 + 7usize),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i64 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_lda,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                  }
-                }
-              }
-            }
-          }
-          ::kernel_std::__private::device::cp_async_commit();
-          __nx = __nx.and_then(|v| v.checked_add(__step));
-          __b += 1;
-        }
-      }
-      let mut __buf0: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let k0_4: i32 = __i;
-        if let Some(__nx) = (2 as i32)
-          .checked_mul(__step)
-          .and_then(|s| __i.checked_add(s))
-        {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let k0_4: i32 = __nx;
-            for __jc in 0..1usize {
-              let __c = __jc * 128usize + __tid;
-              if __c < 32usize {
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 16usize;
-                    __r * 16usize
-                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                  }) + __sf % 8
-                });
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a,
-                    <i64 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_lda,
-                    ),
-                  ),
+                ),
+                __p_lda,
+              ),
+            ))
+              .wrapping_add(
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    k0_4,
+                    (0i32),
                     (0i32)
                       .wrapping_add(
                         ({
@@ -774,916 +129,2078 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   ),
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a,
-                    <i64 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
+                ),
+              );
+            (
+              __q0,
+              true
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(1usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(2usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(3usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(4usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(5usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(6usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i64,
+                  i64,
+                >(
+                  <i64 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_lda,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
                       ),
-                      __p_lda,
                     ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    k0_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                let __all = {
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    k0_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    k0_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c6 = __p_k;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
-                    __x4,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
-                    )
-                };
-                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_a,
-                    __len_a,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + ((0usize
-                        + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                          * 512usize) + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
-                {
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 0usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 1usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 2usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 3usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 4usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 5usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 6usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (0usize
-                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                            * 512usize),
-                      ) as *mut ::kernel_std::__private::device::BF16)
-                      .add(__s0 + 7usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i64 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_lda,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a,
-                          __len_a,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                }
-              }
-            }
+                  ) == __q0.wrapping_add(7usize as i64),
+            )
+          };
+          __pb0[0usize] = if __ct {
+            __o0
+          } else {
+            <i64 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[0usize]
+            != <i64 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(__p_a, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i64,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
           }
         }
-        ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma7: [f32; 4usize] = [0.0f32; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 16usize
-              + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 32usize + (__warp % 4usize) * 8usize
-              + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma7[__j] = acc_3[__j];
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_group::<2>();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
+      }
+      if __nc || !__al {
+        __lo0 = i64::MAX;
+        __hi0 = i64::MIN;
+      }
+      let __sc0: i64 = 0i64;
+      let __inb0: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          ptrs_stepped_9_off + __it * __st9
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          ptrs_stepped_9_off + __it * __st9
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          ptrs_stepped_9_off + __it * __st9
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a as i64
+      };
+      let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+      let mut __lo1: i64 = i64::MAX;
+      let mut __hi1: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 128usize + __tid;
+        if __c < 64usize {
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i64, bool) = {
+            let __q0 = (::kernel_std::__private::device::cast::<
+              i32,
+              i64,
             >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(1536usize)
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(
-                      ({
-                        let __sf: usize = __f;
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_k,
+              ),
+            ))
+              .wrapping_add(
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    (0i32),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+            (
+              __q0,
+              true
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(1usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(2usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(3usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(4usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(5usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(6usize as i64)
+                && (::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_k,
+                  ),
+                ))
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ) == __q0.wrapping_add(7usize as i64),
+            )
+          };
+          __pb1[0usize] = if __ct && __o0 == (__o0 as i32) as i64 {
+            __o0 as i32
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb1[0usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(__p_bt, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i64,
+              i64,
+            >(__o0);
+            __lo1 = if __o < __lo1 { __o } else { __lo1 };
+            __hi1 = if __o > __hi1 { __o } else { __hi1 };
+          } else {
+            __nc = true;
+          }
+        }
+      }
+      if __nc || !__al {
+        __lo1 = i64::MAX;
+        __hi1 = i64::MIN;
+      }
+      let __sc1: i64 = 0i64;
+      let __inb1: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          ptrs_stepped_10_off + __it * __st10
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          ptrs_stepped_10_off + __it * __st10
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          ptrs_stepped_10_off + __it * __st10
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_bt as i64
+      };
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 4608usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(4608usize) as *mut u32,
+          1u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __proved: bool = {
+        ::kernel_std::__private::device::smem_and(
+          __w,
+          (true && __inb0 && __inb1) as u32,
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::load(__smem.add(4608usize) as *mut u32)
+          != 0
+      };
+      if __proved {
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k0_4: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
+                let __dst: usize = 0usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 32usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
+                let __dst: usize = 512usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 64usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_bt,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_bt,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = {
-                                  let __tf: usize = __f;
-                                  (__tf % 32usize) * 16usize + __tf / 32usize
-                                };
-                                0usize + ((__pf / 16usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = {
-                                let __tf: usize = __f;
-                                (__tf % 32usize) * 16usize + __tf / 32usize
-                              };
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
+                      })) * 2;
                     if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_4,
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = {
-                                let __tf: usize = __f;
-                                (__tf % 32usize) * 16usize + __tf / 32usize
-                              };
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+          ::kernel_std::__private::device::bar_sync();
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k0_4: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
+              {
+                let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
+                let __dst: usize = 0usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 32usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
+                let __dst: usize = 512usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 64usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_bt,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 1536usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 1536usize + 512usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 4usize) * 16usize + __i * 16
+                            + __lane % 16;
+                          __r * 16usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  0usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 32usize
+                            + ((((__warp % 4usize) * 1usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 1usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_bf16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [acc_3[__b], acc_3[__b + 1], acc_3[__b + 2], acc_3[__b + 3]],
+                        );
+                        acc_3[__b] = __d[0];
+                        acc_3[__b + 1] = __d[1];
+                        acc_3[__b + 2] = __d[2];
+                        acc_3[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 1usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_bf16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [acc_3[__b], acc_3[__b + 1], acc_3[__b + 2], acc_3[__b + 3]],
+                        );
+                        acc_3[__b] = __d[0];
+                        acc_3[__b + 1] = __d[1];
+                        acc_3[__b + 2] = __d[2];
+                        acc_3[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+                let __bq = ::kernel_std::__private::device::ldmatrix_x2_trans(
+                  __sb
+                    + (({
+                      let __r: usize = __ks * 16 + __lane % 16;
+                      __r * 32usize
+                        + ((((__warp % 4usize) * 1usize + 0usize)
+                          ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) * 2) as u32,
+                );
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    let __b: usize = (__i * 1usize + 0usize) * 4;
+                    let __d = ::kernel_std::__private::device::mma_bf16(
+                      __af[__i],
+                      __bq,
+                      [acc_3[__b], acc_3[__b + 1], acc_3[__b + 2], acc_3[__b + 3]],
+                    );
+                    acc_3[__b] = __d[0];
+                    acc_3[__b + 1] = __d[1];
+                    acc_3[__b + 2] = __d[2];
+                    acc_3[__b + 3] = __d[3];
+                  },
+                );
+              },
+            );
+          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+        }
+      } else {
+        ::core::hint::cold_path();
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k0_4: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
+                let __dst: usize = 0usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 32usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i64 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !({
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c5 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a as usize,
+                          ) as *mut _,
+                          __len_a,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
+                let __dst: usize = 512usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 64usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          __p_bt,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
                       ),
                       __p_k,
                     )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_bt,
-                        __len_bt,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_bt as usize,
+                          ) as *mut _,
+                          __len_bt,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
                     {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_bt,
+                            __len_bt,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_bt,
+                          __len_bt,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+          ::kernel_std::__private::device::bar_sync();
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k0_4: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
+              {
+                let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
+                let __dst: usize = 0usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 32usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i64 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !({
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c5 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a as usize,
+                          ) as *mut _,
+                          __len_a,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
+                let __dst: usize = 512usize + __buf * 1536usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 64usize {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          __p_bt,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_bt as usize,
+                          ) as *mut _,
+                          __len_bt,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::BF16;
+                      let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              (0i32),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_bt,
+                            __len_bt,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_bt,
+                          __len_bt,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 1536usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 1536usize + 512usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 4usize) * 16usize + __i * 16
+                            + __lane % 16;
+                          __r * 16usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  0usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 32usize
+                            + ((((__warp % 4usize) * 1usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 1usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_bf16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [acc_3[__b], acc_3[__b + 1], acc_3[__b + 2], acc_3[__b + 3]],
+                        );
+                        acc_3[__b] = __d[0];
+                        acc_3[__b + 1] = __d[1];
+                        acc_3[__b + 2] = __d[2];
+                        acc_3[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 1usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_bf16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [acc_3[__b], acc_3[__b + 1], acc_3[__b + 2], acc_3[__b + 3]],
+                        );
+                        acc_3[__b] = __d[0];
+                        acc_3[__b + 1] = __d[1];
+                        acc_3[__b + 2] = __d[2];
+                        acc_3[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+                let __bq = ::kernel_std::__private::device::ldmatrix_x2_trans(
+                  __sb
+                    + (({
+                      let __r: usize = __ks * 16 + __lane % 16;
+                      __r * 32usize
+                        + ((((__warp % 4usize) * 1usize + 0usize)
+                          ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) * 2) as u32,
+                );
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    let __b: usize = (__i * 1usize + 0usize) * 4;
+                    let __d = ::kernel_std::__private::device::mma_bf16(
+                      __af[__i],
+                      __bq,
+                      [acc_3[__b], acc_3[__b + 1], acc_3[__b + 2], acc_3[__b + 3]],
+                    );
+                    acc_3[__b] = __d[0];
+                    acc_3[__b + 1] = __d[1];
+                    acc_3[__b + 2] = __d[2];
+                    acc_3[__b + 3] = __d[3];
                   },
                 );
               },
             );
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + (__buf0 as usize) * 512usize) as u32;
-          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + 1536usize as u32;
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__ks: usize| {
-              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sa
-                      + (({
-                        let __r: usize = (__warp / 4usize) * 16usize + __i * 16
-                          + __lane % 16;
-                        __r * 16usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                            * 8)
-                      }) * 2) as u32,
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                0usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                    __sb
-                      + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 32usize
-                          + ((((__warp % 4usize) * 1usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) * 2) as u32,
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 1usize + 2 * __jp) * 4;
-                      let __d = ::kernel_std::__private::device::mma_bf16(
-                        __af[__i],
-                        [__bq[0], __bq[1]],
-                        [
-                          __mma7[__b],
-                          __mma7[__b + 1],
-                          __mma7[__b + 2],
-                          __mma7[__b + 3],
-                        ],
-                      );
-                      __mma7[__b] = __d[0];
-                      __mma7[__b + 1] = __d[1];
-                      __mma7[__b + 2] = __d[2];
-                      __mma7[__b + 3] = __d[3];
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 1usize + 2 * __jp + 1) * 4;
-                      let __d = ::kernel_std::__private::device::mma_bf16(
-                        __af[__i],
-                        [__bq[2], __bq[3]],
-                        [
-                          __mma7[__b],
-                          __mma7[__b + 1],
-                          __mma7[__b + 2],
-                          __mma7[__b + 3],
-                        ],
-                      );
-                      __mma7[__b] = __d[0];
-                      __mma7[__b + 1] = __d[1];
-                      __mma7[__b + 2] = __d[2];
-                      __mma7[__b + 3] = __d[3];
-                    },
-                  );
-                },
-              );
-              let __bq = ::kernel_std::__private::device::ldmatrix_x2_trans(
-                __sb
-                  + (({
-                    let __r: usize = __ks * 16 + __lane % 16;
-                    __r * 32usize
-                      + ((((__warp % 4usize) * 1usize + 0usize)
-                        ^ ((__r / 2usize) % 4usize)) * 8)
-                  }) * 2) as u32,
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  let __b: usize = (__i * 1usize + 0usize) * 4;
-                  let __d = ::kernel_std::__private::device::mma_bf16(
-                    __af[__i],
-                    __bq,
-                    [
-                      __mma7[__b],
-                      __mma7[__b + 1],
-                      __mma7[__b + 2],
-                      __mma7[__b + 3],
-                    ],
-                  );
-                  __mma7[__b] = __d[0];
-                  __mma7[__b + 1] = __d[1];
-                  __mma7[__b + 2] = __d[2];
-                  __mma7[__b + 3] = __d[3];
-                },
-              );
-            },
-          );
+          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 16usize
-              + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 32usize + (__warp % 4usize) * 8usize
-              + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_3[__j] = __mma7[__j];
-          },
-        );
-        __buf0 = if __buf0 == 2u32 { 0 } else { __buf0 + 1 };
-        __i = match __i.checked_add(__step) {
-          Some(n) => n,
-          None => break,
-        };
       }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      ptrs_stepped_9_off += __n * __st9;
+      ptrs_stepped_10_off += __n * __st10;
     }
-    ::kernel_std::__private::device::bar_sync();
     {
       let __sfast: bool = true
         && {
@@ -2054,7 +2571,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 239usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2560, \"maxnreg\": null}";
+pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 239usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4624, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -70,7 +70,7 @@ pub mod bf16_dot_trans {
         variant: 0usize,
         launch_metas: &[("BM", 16i64), ("BN", 32i64), ("BK", 16i64)],
         threads: 128u32,
-        shared_bytes: 2560u32,
+        shared_bytes: 4624u32,
         tma: &[],
         split_bytes: 2048u32,
         hidden: &[
