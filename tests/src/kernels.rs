@@ -275,3 +275,20 @@ pub fn matmul_plus_equals<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f1
     }
     store(c + rm.as_col() * n + rn.as_row(), accumulator, (rm.as_col() < m) & (rn.as_row() < n));
 }
+
+/// `C = A @ W^T` for a weight `W` stored `[N, K]`, written as `dot(a, w.trans(), acc)` with the
+/// pointers recomputed from the loop variable: on the GPU, the transpose goes into the load's
+/// pointers and the loop is pipelined (tensor maps on sm_90a, `wgmma` 64x64 tiles).
+#[kernel(BM = [64], BN = [64], BK = [32], num_warps = 4, num_stages = 3)]
+pub fn matmul_weight_t<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f16>, w: Ptr<f16>, c: Ptr<f32>, m: i32, n: i32, k: i32) {
+    let rm = program_id(0) * BM + arange(0, BM);
+    let rn = program_id(1) * BN + arange(0, BN);
+    let mut acc = zeros::<f32>([BM, BN]);
+    for kk in 0..cdiv(k, BK) {
+        let rk = kk * BK + arange(0, BK);
+        let x = load(a + rm.as_col() * k + rk.as_row(), (rm.as_col() < m) & (rk.as_row() < k), 0.0);
+        let wt = load(w + rn.as_col() * k + rk.as_row(), (rn.as_col() < n) & (rk.as_row() < k), 0.0);
+        acc = dot(x, wt.trans(), acc);
+    }
+    store(c + rm.as_col() * n + rn.as_row(), acc, (rm.as_col() < m) & (rn.as_row() < n));
+}

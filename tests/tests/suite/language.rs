@@ -37,6 +37,24 @@ fn plus_equals_dot_with_recomputed_pointers() {
     }
 }
 
+/// `dot(a, w.trans(), acc)` of a weight stored `[N, K]` (the transpose pushed into the load's
+/// pointers on the GPU), on ragged and tile-sized shapes.
+#[test]
+fn dot_with_a_transposed_weight() {
+    let dev = tests::test_device();
+    for (m, n, k) in [(70usize, 90usize, 150usize), (128, 128, 256), (64, 200, 40)] {
+        let a = Tensor::<f16>::randn(&dev, &[m, k], 7).unwrap();
+        let w = Tensor::<f16>::randn(&dev, &[n, k], 8).unwrap();
+        let c = Tensor::<f32>::full(&dev, &[m, n], f32::NAN).unwrap();
+        let grid = (cdiv(m as i32, 64), cdiv(n as i32, 64));
+        matmul_weight_t::launch(grid, &a, &w, &c, m as i32, n as i32, k as i32, 64, 64, 32).unwrap();
+        let (av, wv) = (a.to_f64_vec(), w.to_f64_vec());
+        let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|kk| av[(i / n) * k + kk] * wv[(i % n) * k + kk]).sum()).collect();
+        let r = worst_ratio(&c.to_f64_vec(), &want, 1e-3, 1e-3);
+        assert!(r <= 1.0, "{m}x{n}x{k}: worst error ratio {r}");
+    }
+}
+
 #[test]
 fn reductions_on_both_axes_and_2d_grid() {
     let dev = tests::test_device();
