@@ -31,28 +31,34 @@ use std::collections::HashSet;
 /// loops over the variables in `only` when given; and the variables of the loops changed.
 pub(super) fn step_operand_pointers(k: &Kernel, only: Option<&HashSet<LocalId>>) -> (Kernel, Vec<LocalId>) {
     let mut out = k.clone();
+    let values = assigned_values(k);
     let body = std::mem::take(&mut out.body);
     let mut changed = Vec::new();
-    out.body = rewrite(&mut out, body, only, &mut changed);
+    out.body = rewrite(&mut out, body, (only, &values), &mut changed);
     (out, changed)
 }
 
-fn rewrite(k: &mut Kernel, stmts: Vec<Stmt>, only: Option<&HashSet<LocalId>>, changed: &mut Vec<LocalId>) -> Vec<Stmt> {
+/// `only` as in [`step_operand_pointers`]; `values`: every value each local of the kernel is
+/// given (`assigned_values`, the body being rewritten is out of the kernel meanwhile).
+type Scope<'a> = (Option<&'a HashSet<LocalId>>, &'a HashMap<LocalId, Vec<ExprId>>);
+
+fn rewrite(k: &mut Kernel, stmts: Vec<Stmt>, scope: Scope<'_>, changed: &mut Vec<LocalId>) -> Vec<Stmt> {
+    let (only, values) = scope;
     let mut out = Vec::with_capacity(stmts.len());
     for s in stmts {
         match s {
             Stmt::For { var, start, end, step, body, span } => {
-                let mut body = rewrite(k, body, only, changed);
+                let mut body = rewrite(k, body, scope, changed);
                 if only.is_none_or(|o| o.contains(&var)) {
-                    if let Some(before) = step_loop(k, var, (start, step), &mut body) {
+                    if let Some(before) = step_loop(k, var, (start, step), &mut body, values) {
                         changed.push(var);
                         out.extend(before);
                     }
                 }
                 out.push(Stmt::For { var, start, end, step, body, span });
             }
-            Stmt::If { cond, then, els } => out.push(Stmt::If { cond, then: rewrite(k, then, only, changed), els: rewrite(k, els, only, changed) }),
-            Stmt::While { pre, test, body } => out.push(Stmt::While { pre: rewrite(k, pre, only, changed), test, body: rewrite(k, body, only, changed) }),
+            Stmt::If { cond, then, els } => out.push(Stmt::If { cond, then: rewrite(k, then, scope, changed), els: rewrite(k, els, scope, changed) }),
+            Stmt::While { pre, test, body } => out.push(Stmt::While { pre: rewrite(k, pre, scope, changed), test, body: rewrite(k, body, scope, changed) }),
             other => out.push(other),
         }
     }
@@ -116,8 +122,8 @@ fn copyable(kind: &ExprKind) -> bool {
 /// Rewrites the K loop over `var` (see the module documentation): the body's scalar `let`s
 /// inlined, then the operand pointers that recompute from `var` stepped. The statements to put
 /// before the loop (the stepped pointers' first values) when the loop changed, else `None`.
-fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>) -> Option<Vec<Stmt>> {
-    let transposed = load_transposed_operands(k, body);
+fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>, values: &HashMap<LocalId, Vec<ExprId>>) -> Option<Vec<Stmt>> {
+    let transposed = load_transposed_operands(k, body, values);
     let Some(loads) = dot_operand_loads(k, body) else { return transposed.then(Vec::new) };
     let inlined = inline_scalar_lets(k, var, body) || transposed;
     let stepped = step_pointers(k, var, (start, step), body, loads);
@@ -175,7 +181,7 @@ fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> boo
 /// of the transposed pointers, mask and fill (the transpose pushed down to the `expand_dims` of
 /// the offsets, see [`transposed`]): the loop then stages the operand from memory contiguous
 /// down its columns, which the tensor maps and `ldmatrix.trans` copy. Whether one was.
-fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt]) -> bool {
+fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt], values: &HashMap<LocalId, Vec<ExprId>>) -> bool {
     let mut dots = Vec::new();
     for s in body.iter() {
         if let Stmt::Assign { value, .. } | Stmt::Let { value, .. } = s {
@@ -196,8 +202,8 @@ fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt]) -> bool {
         if reads != 1 || k.locals[l].mutable || k.exprs[ld].ty.shape.len() != 2 {
             continue;
         }
-        let ptr_t = transposed(k, ptr);
-        let mask_t = mask.map(|m| transposed(k, m));
+        let ptr_t = transposed(k, ptr, values);
+        let mask_t = mask.map(|m| transposed(k, m, values));
         let ty = k.exprs[*x].ty.clone();
         let span = k.exprs[ld].span;
         let load_t = push(k, ExprKind::Load { ptr: ptr_t, mask: mask_t, other }, ty.clone(), span);
@@ -219,7 +225,7 @@ fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt]) -> bool {
 /// `expand_dims` on the other axis, immutable locals bound once by their values (not through
 /// mutable locals, whose value at the read may differ); scalars as they are; anything else (a
 /// load, a reduction, a mutable local) under an explicit `trans`.
-fn transposed(k: &mut Kernel, e: ExprId) -> ExprId {
+fn transposed(k: &mut Kernel, e: ExprId, values: &HashMap<LocalId, Vec<ExprId>>) -> ExprId {
     let (kind, ty, span) = (k.exprs[e].kind.clone(), k.exprs[e].ty.clone(), k.exprs[e].span);
     match ty.shape.len() {
         0 => return e,
@@ -235,26 +241,26 @@ fn transposed(k: &mut Kernel, e: ExprId) -> ExprId {
     let kind_t = match kind {
         ExprKind::Trans(x) => return x,
         ExprKind::ExpandDims(x, ax) if ax <= 1 && k.exprs[x].ty.shape.len() == 1 => ExprKind::ExpandDims(x, 1 - ax),
-        ExprKind::Local(l) if !k.locals[l].mutable => match single_let(&k.body, l).map(|v| (v, &k.exprs[v].kind)) {
+        ExprKind::Local(l) if !k.locals[l].mutable => match values.get(&l).and_then(|v| (v.len() == 1).then(|| v[0])).map(|v| (v, &k.exprs[v].kind)) {
             Some((v, kind)) if !matches!(kind, ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. }) && !reads_mutable(k, v) => {
-                return transposed(k, v)
+                return transposed(k, v, values)
             }
             _ => ExprKind::Trans(e),
         },
-        ExprKind::Unary(op, x) => ExprKind::Unary(op, transposed(k, x)),
+        ExprKind::Unary(op, x) => ExprKind::Unary(op, transposed(k, x, values)),
         ExprKind::Binary(op, a, b) => {
-            let (a, b) = (transposed(k, a), transposed(k, b));
+            let (a, b) = (transposed(k, a, values), transposed(k, b, values));
             ExprKind::Binary(op, a, b)
         }
         ExprKind::PtrAdd(a, b) => {
-            let (a, b) = (transposed(k, a), transposed(k, b));
+            let (a, b) = (transposed(k, a, values), transposed(k, b, values));
             ExprKind::PtrAdd(a, b)
         }
-        ExprKind::Cast(x) => ExprKind::Cast(transposed(k, x)),
-        ExprKind::BroadcastTo(x) => ExprKind::BroadcastTo(transposed(k, x)),
+        ExprKind::Cast(x) => ExprKind::Cast(transposed(k, x, values)),
+        ExprKind::BroadcastTo(x) => ExprKind::BroadcastTo(transposed(k, x, values)),
         ExprKind::Full(x) => ExprKind::Full(x),
         ExprKind::Where(c, a, b) => {
-            let (c, a, b) = (transposed(k, c), transposed(k, a), transposed(k, b));
+            let (c, a, b) = (transposed(k, c, values), transposed(k, a, values), transposed(k, b, values));
             ExprKind::Where(c, a, b)
         }
         _ => ExprKind::Trans(e),
@@ -267,15 +273,6 @@ fn reads_mutable(k: &Kernel, e: ExprId) -> bool {
     match &k.exprs[e].kind {
         ExprKind::Local(l) => k.locals[*l].mutable,
         kind => kind.operands().into_iter().any(|c| reads_mutable(k, c)),
-    }
-}
-
-/// The value of local `l` when a single `let` anywhere in `stmts` gives it one and nothing
-/// assigns it.
-fn single_let(stmts: &[Stmt], l: LocalId) -> Option<ExprId> {
-    match assigned_values_in(stmts).get(&l).map(Vec::as_slice) {
-        Some([v]) => Some(*v),
-        _ => None,
     }
 }
 
