@@ -292,3 +292,25 @@ pub fn matmul_weight_t<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f16>,
     }
     store(c + rm.as_col() * n + rn.as_row(), acc, (rm.as_col() < m) & (rn.as_row() < n));
 }
+
+/// `C = A @ B` with the pointers advanced at the top of each iteration (starting one K tile
+/// back) and, for A, in two steps: the GPU runs this loop as written (the pipelined copies would
+/// read the pointers of the iteration before its steps).
+#[kernel(BM = [64], BN = [64], BK = [32], num_warps = 4, num_stages = 3)]
+pub fn matmul_steps_first<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f16>, b: Ptr<f16>, c: Ptr<f32>, m: i32, n: i32, k: i32) {
+    let rm = program_id(0) * BM + arange(0, BM);
+    let rn = program_id(1) * BN + arange(0, BN);
+    let rk = arange(0, BK);
+    let mut a_ptrs = a + rm.as_col() * k + (rk - BK).as_row();
+    let mut b_ptrs = b + (rk - BK).as_col() * n + rn.as_row();
+    let mut acc = zeros::<f32>([BM, BN]);
+    for kk in 0..cdiv(k, BK) {
+        a_ptrs += 16;
+        a_ptrs += BK - 16;
+        b_ptrs += BK * n;
+        let x = load(a_ptrs, (rm.as_col() < m) & (rk.as_row() < k - kk * BK), 0.0);
+        let y = load(b_ptrs, (rk.as_col() < k - kk * BK) & (rn.as_row() < n), 0.0);
+        acc = dot(x, y, acc);
+    }
+    store(c + rm.as_col() * n + rn.as_row(), acc, (rm.as_col() < m) & (rn.as_row() < n));
+}

@@ -50,7 +50,8 @@ fn rewrite(k: &mut Kernel, stmts: Vec<Stmt>, scope: Scope<'_>, changed: &mut Vec
             Stmt::For { var, start, end, step, body, span } => {
                 let mut body = rewrite(k, body, scope, changed);
                 if only.is_none_or(|o| o.contains(&var)) {
-                    if let Some(before) = step_loop(k, var, (start, step), &mut body, values) {
+                    let lets_before: HashSet<LocalId> = out.iter().filter_map(|s| if let Stmt::Let { local, .. } = s { Some(*local) } else { None }).collect();
+                    if let Some(before) = step_loop(k, var, (start, step), &mut body, (values, &lets_before)) {
                         changed.push(var);
                         out.extend(before);
                     }
@@ -122,16 +123,19 @@ fn copyable(kind: &ExprKind) -> bool {
 /// Rewrites the K loop over `var` (see the module documentation): the body's scalar `let`s
 /// inlined, then the operand pointers that recompute from `var` stepped. The statements to put
 /// before the loop (the stepped pointers' first values) when the loop changed, else `None`.
-fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>, values: &HashMap<LocalId, Vec<ExprId>>) -> Option<Vec<Stmt>> {
-    let transposed = load_transposed_operands(k, body, values);
-    let Some(loads) = dot_operand_loads(k, body) else { return transposed.then(Vec::new) };
-    let inlined = inline_scalar_lets(k, var, body) || transposed;
-    let stepped = step_pointers(k, var, (start, step), body, loads);
-    match stepped {
-        Some(before) => Some(before),
-        None if inlined => Some(Vec::new()),
-        None => None,
+/// `outer`: every value each local of the kernel is given, and the locals bound before the loop
+/// in its statement list.
+fn step_loop(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>, outer: (&HashMap<LocalId, Vec<ExprId>>, &HashSet<LocalId>)) -> Option<Vec<Stmt>> {
+    let transposed = load_transposed_operands(k, body, outer);
+    let Some(loads) = dot_operand_loads(k, body) else { return transposed };
+    let inlined = inline_scalar_lets(k, var, body) || transposed.is_some();
+    let mut before = transposed.unwrap_or_default();
+    match step_pointers(k, var, (start, step), body, loads) {
+        Some(firsts) => before.extend(firsts),
+        None if inlined => {}
+        None => return None,
     }
+    Some(before)
 }
 
 /// What the pointers and scalars of the loop over `var` may read (see [`LoopScope`]).
@@ -181,16 +185,17 @@ fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> boo
 /// of the transposed pointers, mask and fill (the transpose pushed down to the `expand_dims` of
 /// the offsets, see [`transposed`]): the loop then stages the operand from memory contiguous
 /// down its columns, which the tensor maps and `ldmatrix.trans` copy. Whether one was.
-fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt], values: &HashMap<LocalId, Vec<ExprId>>) -> bool {
+fn load_transposed_operands(k: &mut Kernel, body: &mut Vec<Stmt>, (values, lets_before): (&HashMap<LocalId, Vec<ExprId>>, &HashSet<LocalId>)) -> Option<Vec<Stmt>> {
     let mut dots = Vec::new();
     for s in body.iter() {
         if let Stmt::Assign { value, .. } | Stmt::Let { value, .. } = s {
             collect_dots(k, *value, &mut dots);
         }
     }
-    let [dot] = dots[..] else { return false };
-    let ExprKind::Dot { a, b, acc } = k.exprs[dot].kind else { return false };
+    let [dot] = dots[..] else { return None };
+    let ExprKind::Dot { a, b, acc } = k.exprs[dot].kind else { return None };
     let mut changed = false;
+    let mut before = Vec::new();
     let mut operands = [a, b];
     for x in operands.iter_mut() {
         let ExprKind::Trans(inner) = k.exprs[*x].kind else { continue };
@@ -202,22 +207,82 @@ fn load_transposed_operands(k: &mut Kernel, body: &mut [Stmt], values: &HashMap<
         if reads != 1 || k.locals[l].mutable || k.exprs[ld].ty.shape.len() != 2 {
             continue;
         }
-        let ptr_t = transposed(k, ptr, values);
+        let ptr_t = match k.exprs[ptr].kind {
+            ExprKind::Local(p) if k.locals[p].mutable && lets_before.contains(&p) => match transposed_stepped(k, p, body, values) {
+                Some((read, first)) => {
+                    before.push(first);
+                    read
+                }
+                None => continue,
+            },
+            _ => transposed(k, ptr, values),
+        };
         let mask_t = mask.map(|m| transposed(k, m, values));
         let ty = k.exprs[*x].ty.clone();
         let span = k.exprs[ld].span;
         let load_t = push(k, ExprKind::Load { ptr: ptr_t, mask: mask_t, other }, ty.clone(), span);
         let local = k.locals.len();
         k.locals.push(Local { name: format!("{}_t", k.locals[l].name), ty: ty.clone(), mutable: false });
+        // (The steps of a transposed pointer local may have been inserted before it.)
+        let at = body.iter().position(|s| matches!(s, Stmt::Let { local, .. } if *local == l)).expect("the operand's let");
         body[at] = Stmt::Let { local, value: load_t };
         *x = push(k, ExprKind::Local(local), ty, span);
         changed = true;
     }
-    if changed {
-        let [a, b] = operands;
-        k.exprs[dot].kind = ExprKind::Dot { a, b, acc };
+    if !changed {
+        return None;
     }
-    changed
+    let [a, b] = operands;
+    k.exprs[dot].kind = ExprKind::Dot { a, b, acc };
+    Some(before)
+}
+
+/// For the mutable pointer block `p`, bound before the loop and advanced only by the body's
+/// top-level steps `p += st` (scalar): a mutable `p_t` bound before the loop to the transpose of
+/// `p`'s first value and advanced by the same steps (added to `body`); a read of it and its
+/// `let`. `None` where `p` is given other values or its first value cannot be transposed.
+fn transposed_stepped(k: &mut Kernel, p: LocalId, body: &mut Vec<Stmt>, values: &HashMap<LocalId, Vec<ExprId>>) -> Option<(ExprId, Stmt)> {
+    let steps: Vec<(usize, ExprId)> = body.iter().enumerate().filter_map(|(i, s)| match s {
+        Stmt::Assign { local, value } if *local == p => Some((i, *value)),
+        _ => None,
+    }).collect();
+    let vals = values.get(&p)?;
+    let init = *vals.iter().find(|v| !steps.iter().any(|(_, s)| s == *v))?;
+    if steps.len() + 1 != vals.len() || reads_mutable(k, init) {
+        return None;
+    }
+    let mut incs = Vec::new();
+    for &(i, v) in &steps {
+        let (x, st, sub) = match k.exprs[v].kind {
+            ExprKind::PtrAdd(x, st) | ExprKind::Binary(BinOp::Add, x, st) => (x, st, false),
+            ExprKind::Binary(BinOp::Sub, x, st) => (x, st, true),
+            _ => return None,
+        };
+        if !matches!(k.exprs[x].kind, ExprKind::Local(l) if l == p) || !k.exprs[st].ty.shape.is_empty() || reads_mutable(k, st) {
+            return None;
+        }
+        incs.push((i, st, sub));
+    }
+    let first = transposed(k, init, values);
+    if has_trans(k, first) {
+        return None;
+    }
+    let (ty, span) = (k.exprs[first].ty.clone(), k.exprs[first].span);
+    let pt = k.locals.len();
+    k.locals.push(Local { name: format!("{}_t", k.locals[p].name), ty: ty.clone(), mutable: true });
+    let plain = LoopScope { var: usize::MAX, lets: HashMap::new(), changed: HashMap::new() };
+    for &(i, st, sub) in incs.iter().rev() {
+        let (cur, st) = (push(k, ExprKind::Local(pt), ty.clone(), span), copy(k, &plain, st, None));
+        let next = if sub { ExprKind::Binary(BinOp::Sub, cur, st) } else { ExprKind::PtrAdd(cur, st) };
+        let next = push(k, next, ty.clone(), span);
+        body.insert(i + 1, Stmt::Assign { local: pt, value: next });
+    }
+    Some((push(k, ExprKind::Local(pt), ty, span), Stmt::Let { local: pt, value: first }))
+}
+
+/// Whether `e` has an explicit transpose.
+fn has_trans(k: &Kernel, e: ExprId) -> bool {
+    matches!(k.exprs[e].kind, ExprKind::Trans(_)) || k.exprs[e].kind.operands().into_iter().any(|c| has_trans(k, c))
 }
 
 /// The transpose of the 2-D block `e` (as the block it broadcasts to: a 1-D row becomes a

@@ -1604,7 +1604,8 @@ fn scalars_computed_in_a_k_loop_are_inlined_into_its_masks() {
 /// `dot(a, b.trans())` of a `b` loaded `[BN, BK]` (a weight stored `[N, K]`) with pointers
 /// recomputed from the loop variable: the transpose is pushed into the load's pointers and mask
 /// (`stepped.rs`), so the loop is pipelined with B staged from memory contiguous down its
-/// columns; with pointers advanced in place (a mutable local) the loop stays as written.
+/// columns; pointers advanced in place (a mutable local) get a transposed copy advanced by the
+/// same steps.
 #[test]
 fn a_transposed_operand_is_loaded_through_transposed_pointers() {
     let src = |b_load: &str| {
@@ -1635,7 +1636,28 @@ fn a_transposed_operand_is_loaded_through_transposed_pointers() {
             let (b, p) = schedule(&src(recomputed));
             assert!(b.as_ref().is_some_and(|t| t.contains("expand_dims(1)") && !t.contains("trans(")), "{target:?}: {b:?}\n{p}");
         }
-        let (b, p) = schedule(&src("let b = load(bt_ptrs, offs_k.as_row() < K - k * BK, 0.0); bt_ptrs += BK;"));
+        // Pointers advanced in place: a transposed copy of them, advanced by the same steps.
+        let in_place = "let b = load(bt_ptrs, offs_k.as_row() < K - k * BK, 0.0);";
+        let (b, p) = schedule(&src(in_place).replace("a_ptrs += BK;", "a_ptrs += BK; bt_ptrs += BK;"));
+        assert!(b.as_ref().is_some_and(|t| t.contains("%bt_ptrs_t.") && !t.contains("trans(")), "{target:?}: {b:?}\n{p}");
+        // Pointers given another value in the loop are left alone.
+        let (b, p) = schedule(&src(in_place).replace("a_ptrs += BK;", "a_ptrs += BK; bt_ptrs = bt_ptrs + offs_k.as_row();"));
         assert!(b.is_none(), "{target:?}: {p}");
     }
+}
+
+/// A K loop that advances its pointers before loading (`a_ptrs += BK; let a = load(a_ptrs)`,
+/// the pointers starting one tile back) or twice in an iteration is run as written: the
+/// pipelined copies of iteration `i` read the pointers' first value plus `i` steps.
+#[test]
+fn pointers_advanced_before_the_loads_or_twice_are_not_pipelined() {
+    let base = matmul(3, 32, "");
+    let before = base.replace("a_ptrs += BK;", "").replace("b_ptrs += BK * N;", "").replace("for k in 0..cdiv(K, BK) {", "for k in 0..cdiv(K, BK) { a_ptrs += BK; b_ptrs += BK * N;");
+    let twice = base.replace("a_ptrs += BK;", "a_ptrs += 16; a_ptrs += BK - 16;");
+    for (why, src) in [("advanced before the loads", before), ("advanced twice", twice)] {
+        let (_, p) = first_plan("", &src, Target::Sm80);
+        assert!(!matches!(only_loop(&p), Schedule::Pipelined(_)), "{why}:\n{p}");
+    }
+    let (_, p) = first_plan("", &base, Target::Sm80);
+    assert!(matches!(only_loop(&p), Schedule::Pipelined(_)), "as the seeds write it:\n{p}");
 }

@@ -55,6 +55,23 @@ fn dot_with_a_transposed_weight() {
     }
 }
 
+/// Pointers advanced before the loads (and in two steps) give the same product.
+#[test]
+fn pointers_advanced_before_the_loads() {
+    let dev = tests::test_device();
+    for (m, n, k) in [(70usize, 90usize, 150usize), (128, 128, 256)] {
+        let a = Tensor::<f16>::randn(&dev, &[m, k], 9).unwrap();
+        let b = Tensor::<f16>::randn(&dev, &[k, n], 10).unwrap();
+        let c = Tensor::<f32>::full(&dev, &[m, n], f32::NAN).unwrap();
+        let grid = (cdiv(m as i32, 64), cdiv(n as i32, 64));
+        matmul_steps_first::launch(grid, &a, &b, &c, m as i32, n as i32, k as i32, 64, 64, 32).unwrap();
+        let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+        let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|kk| av[(i / n) * k + kk] * bv[kk * n + i % n]).sum()).collect();
+        let r = worst_ratio(&c.to_f64_vec(), &want, 1e-3, 1e-3);
+        assert!(r <= 1.0, "{m}x{n}x{k}: worst error ratio {r}");
+    }
+}
+
 #[test]
 fn reductions_on_both_axes_and_2d_grid() {
     let dev = tests::test_device();

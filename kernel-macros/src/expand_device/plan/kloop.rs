@@ -276,7 +276,16 @@ impl DevicePlan<'_> {
         // Values evaluated at their use (offsets, pointers of the iteration): each use is
         // evaluated with the loop variable of the iteration it belongs to.
         let mut pures: Vec<ExprId> = Vec::new();
-        for s in body {
+        // Where the body reads each load and advances each pointer: the copies read the pointers
+        // of the iteration before its steps.
+        let (mut load_at, mut step_at): (HashMap<LocalId, usize>, Vec<(LocalId, usize)>) = (HashMap::new(), Vec::new());
+        for (at, s) in body.iter().enumerate() {
+            if let Stmt::Let { local, .. } = s {
+                load_at.insert(*local, at);
+            }
+            if let Stmt::Assign { local, .. } = s {
+                step_at.push((*local, at));
+            }
             match s {
                 Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Inline(_)) => loads.push(*local),
                 Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Pure(_)) => {
@@ -340,6 +349,14 @@ impl DevicePlan<'_> {
             // registers (materialized blocks) would have to go through shared memory first.
             if [Some(base), mask, other].into_iter().flatten().any(|e| self.reads_materialized(e)) {
                 return None;
+            }
+            // A pointer advanced twice, or before the load reads it, is not what the copies of
+            // iteration `i` (at its first value plus `i` steps) read.
+            if let Some(l) = affine {
+                let (n, before) = (step_at.iter().filter(|s| s.0 == l).count(), step_at.iter().any(|s| s.0 == l && s.1 < load_at[&xl]));
+                if n > 1 || before {
+                    return None;
+                }
             }
             let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
             let transposable = self.transposable(x, base, layout, inner);
