@@ -98,26 +98,11 @@ impl LoopScope {
     }
 }
 
-/// The expressions [`copy`] reproduces: the integer and pointer arithmetic of offsets.
+/// The expressions [`copy`] reproduces: leaves (parameters, literals, locals, program ids,
+/// `arange`) and the integer and pointer arithmetic of offsets.
 fn copyable(kind: &ExprKind) -> bool {
-    matches!(
-        kind,
-        ExprKind::Param(_)
-            | ExprKind::Meta(_)
-            | ExprKind::Lit(_)
-            | ExprKind::Local(_)
-            | ExprKind::ProgramId(_)
-            | ExprKind::NumPrograms(_)
-            | ExprKind::Arange { .. }
-            | ExprKind::Unary(..)
-            | ExprKind::Binary(..)
-            | ExprKind::PtrAdd(..)
-            | ExprKind::Cast(_)
-            | ExprKind::ExpandDims(..)
-            | ExprKind::Reshape(_)
-            | ExprKind::BroadcastTo(_)
-            | ExprKind::Where(..)
-    )
+    kind.operands().is_empty()
+        || matches!(kind, ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::PtrAdd(..) | ExprKind::Cast(_) | ExprKind::ExpandDims(..) | ExprKind::Reshape(_) | ExprKind::BroadcastTo(_) | ExprKind::Where(..))
 }
 
 /// Rewrites the K loop over `var` (see the module documentation): the body's scalar `let`s

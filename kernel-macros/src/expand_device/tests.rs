@@ -1501,35 +1501,16 @@ fn pointers_recomputed_from_the_loop_variable_are_stepped() {
 /// loop's variable, fixed for the whole K loop; a scalar bound after the K loop is not.
 #[test]
 fn live_lines_of_a_k_loop_inside_a_loop_over_tiles() {
+    // The tutorial's matmul inside a loop over tiles, its store's masks read `store_pm`.
     let src = |store_pm: &str| {
-        format!(
-            r#"
-            #[autotune(configs = [config(BM = 64, BN = 64, BK = 32, num_warps = 4, num_stages = 3)], key = [M])]
-            fn mm<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f16>, b_ptr: Ptr<f16>, c_ptr: Ptr<f16>, M: i32, N: i32, K: i32, programs: i32) {{
-                let tiles_n = cdiv(N, BN);
-                for tile in range(program_id(0), cdiv(M, BM) * tiles_n, programs) {{
-                    let pm = tile / tiles_n;
-                    let pn = tile % tiles_n;
-                    let offs_m = (pm * BM + arange(0, BM)) % M;
-                    let offs_n = (pn * BN + arange(0, BN)) % N;
-                    let offs_k = arange(0, BK);
-                    let mut a_ptrs = a_ptr + (offs_m.as_col() * K + offs_k.as_row());
-                    let mut b_ptrs = b_ptr + (offs_k.as_col() * N + offs_n.as_row());
-                    let mut acc = zeros::<f32>([BM, BN]);
-                    for k in 0..cdiv(K, BK) {{
-                        let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);
-                        let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);
-                        acc = dot(a, b, acc);
-                        a_ptrs += BK;
-                        b_ptrs += BK * N;
-                    }}
-                    let pm2 = tile / tiles_n;
-                    let cm = {store_pm} * BM + arange(0, BM);
-                    let cn = (tile % tiles_n) * BN + arange(0, BN);
-                    store(c_ptr + cm.as_col() * N + cn.as_row(), acc.to::<f16>(), (cm.as_col() < M) & (cn.as_row() < N));
-                }}
-            }}"#
-        )
+        matmul(3, 32, "")
+            .replace("K: i32) {", "K: i32, programs: i32) { let tiles_n = cdiv(N, BN); for tile in range(program_id(0), cdiv(M, BM) * tiles_n, programs) { let pm = tile / tiles_n; let pn = tile % tiles_n;")
+            .replace("program_id(0) * BM", "pm * BM")
+            .replace("program_id(1) * BN", "pn * BN")
+            .replace(
+                "store(c_ptrs, c);",
+                &format!("let pm2 = tile / tiles_n; let cm = {store_pm} * BM + arange(0, BM); let cn = pn * BN + arange(0, BN); store(c_ptrs, c, (cm.as_col() < M) & (cn.as_row() < N)); }}"),
+            )
     };
     let live = |src: &str| {
         let (_, p) = first_plan("", src, Target::Sm90a);
@@ -1580,18 +1561,24 @@ fn plus_equals_dot_is_pipelined_like_dot_with_an_accumulator() {
     assert!(!matches!(only_loop(&p), Schedule::Pipelined(_)), "not an accumulation:\n{p}");
 }
 
+/// The `target` plan of the first instance of `src` after the K-loop rewrites `entry` applies
+/// (`entry::step_pointers`: kept where the loop is then pipelined).
+fn stepped_plan(src: &str, target: Target) -> DevicePlan<'static> {
+    let (_, inst) = expand("", src);
+    let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
+    let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
+    let inst = plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None };
+    let k: &'static Kernel = Box::leak(Box::new(entry::step_pointers(k, &inst)));
+    plan_of(k, vals, warps, stages, target)
+}
+
 /// A K loop whose masks read a scalar computed in the body (`k_remaining = K - k * BK`, as
 /// Triton's split-K matmul writes it) is pipelined once the scalar is inlined into its reads
 /// (`stepped.rs`); a scalar read from memory keeps the loop as written.
 #[test]
 fn scalars_computed_in_a_k_loop_are_inlined_into_its_masks() {
     let schedule = |src: &str| {
-        let (_, inst) = expand("", src);
-        let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
-        let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
-        let inst = plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None };
-        let k: &'static Kernel = Box::leak(Box::new(entry::step_pointers(k, &inst)));
-        let p = plan_of(k, vals, warps, stages, Target::Sm90a);
+        let p = stepped_plan(src, Target::Sm90a);
         (matches!(only_loop(&p), Schedule::Pipelined(_)), p.to_string())
     };
     let with = |stmt: &str| matmul(3, 32, "").replace("let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);", &format!("{stmt} let a = load(a_ptrs, offs_k.as_row() < k_remaining, 0.0);")).replace("let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);", "let b = load(b_ptrs, offs_k.as_col() < k_remaining, 0.0);");
@@ -1617,14 +1604,9 @@ fn a_transposed_operand_is_loaded_through_transposed_pointers() {
     };
     for target in [Target::Sm80, Target::Sm90a] {
         let schedule = |src: &str| {
-            let (_, inst) = expand("", src);
-            let (k, vals, warps, stages) = inst.into_iter().next().expect("an instance");
-            let vals: &'static HashMap<String, i64> = Box::leak(Box::new(vals));
-            let inst = plan::Instance { vals, num_warps: warps, num_stages: stages, split: false, maxnreg: None };
-            let k: &'static Kernel = Box::leak(Box::new(entry::step_pointers(k, &inst)));
-            let p = plan_of(k, vals, warps, stages, target);
+            let p = stepped_plan(src, target);
             let pipelined = match only_loop(&p) {
-                Schedule::Pipelined(pp) => Some(k.expr_text(pp.ops[1].load)),
+                Schedule::Pipelined(pp) => Some(p.k.expr_text(pp.ops[1].load)),
                 _ => None,
             };
             (pipelined, p.to_string())
