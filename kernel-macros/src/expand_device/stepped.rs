@@ -167,9 +167,11 @@ fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> boo
 
 /// Replaces each operand `trans(x)` of the body's one `dot`, `x` a 2-D load bound at the body's
 /// top level and read only there (`dot(a, b.trans())` of a weight stored `[N, K]`), by a load
-/// of the transposed pointers, mask and fill (the transpose pushed down to the `expand_dims` of
-/// the offsets, see [`transposed`]): the loop then stages the operand from memory contiguous
-/// down its columns, which the tensor maps and `ldmatrix.trans` copy. Whether one was.
+/// of the transposed pointers, mask and fill (each as the block it broadcasts to; the transpose
+/// pushed down to the `expand_dims` of the offsets, see [`transposed`]): the loop then stages
+/// the operand from memory contiguous down its columns, which the tensor maps and
+/// `ldmatrix.trans` copy. The statements to put before the loop (transposed copies of stepped
+/// pointers) when one was replaced.
 fn load_transposed_operands(k: &mut Kernel, body: &mut Vec<Stmt>, (values, lets_before): (&HashMap<LocalId, Vec<ExprId>>, &HashSet<LocalId>)) -> Option<Vec<Stmt>> {
     let mut dots = Vec::new();
     for s in body.iter() {
@@ -203,6 +205,7 @@ fn load_transposed_operands(k: &mut Kernel, body: &mut Vec<Stmt>, (values, lets_
             _ => transposed(k, ptr, values),
         };
         let mask_t = mask.map(|m| transposed(k, m, values));
+        let other = other.map(|o| transposed(k, o, values));
         let ty = k.exprs[*x].ty.clone();
         let span = k.exprs[ld].span;
         let load_t = push(k, ExprKind::Load { ptr: ptr_t, mask: mask_t, other }, ty.clone(), span);

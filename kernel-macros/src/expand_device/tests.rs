@@ -1620,6 +1620,10 @@ fn a_transposed_operand_is_loaded_through_transposed_pointers() {
         }
         // Pointers advanced in place: a transposed copy of them, advanced by the same steps.
         let in_place = "let b = load(bt_ptrs, offs_k.as_row() < K - k * BK, 0.0);";
+        // A 2-D fill is transposed with the pointers.
+        let fill = "let rk = k * BK + arange(0, BK); let b = load(b_ptr + offs_n.as_col() * K + rk.as_row(), rk.as_row() < K, zeros::<f16>([BN, BK]) + offs_n.as_col().to::<f16>());";
+        let (b, p) = schedule(&src(fill));
+        assert!(b.as_ref().is_some_and(|t| t.contains("full[BK, BN]") && !t.contains("trans(")), "{target:?}: {b:?}\n{p}");
         let (b, p) = schedule(&src(in_place).replace("a_ptrs += BK;", "a_ptrs += BK; bt_ptrs += BK;"));
         assert!(b.as_ref().is_some_and(|t| t.contains("%bt_ptrs_t.") && !t.contains("trans(")), "{target:?}: {b:?}\n{p}");
         // Pointers given another value in the loop are left alone.
