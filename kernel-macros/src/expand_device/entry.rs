@@ -79,10 +79,13 @@ pub(super) fn step_pointers(k: Kernel, inst: &plan::Instance<'_>) -> Kernel {
         return k;
     }
     let Ok(p) = plan::plan(&all, inst, Target::Sm80) else { return k };
-    let keep: std::collections::HashSet<LocalId> = loops.into_iter().filter(|v| matches!(p.schedule(*v), Schedule::Pipelined(_))).collect();
+    let keep: std::collections::HashSet<LocalId> = loops.iter().copied().filter(|v| matches!(p.schedule(*v), Schedule::Pipelined(_))).collect();
     drop(p);
     if keep.is_empty() {
         return k;
+    }
+    if keep.len() == loops.len() {
+        return all;
     }
     stepped::step_operand_pointers(&k, Some(&keep)).0
 }

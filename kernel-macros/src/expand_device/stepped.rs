@@ -144,12 +144,16 @@ fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> boo
     let mut inlined = false;
     let mut i = 0;
     while i < body.len() {
-        let scope = loop_scope(k, var, body);
         let Stmt::Let { local, value } = body[i] else {
             i += 1;
             continue;
         };
-        if !k.locals[local].ty.is_scalar() || !scope.lets.contains_key(&local) || !scope.allows(k, value) {
+        if !k.locals[local].ty.is_scalar() {
+            i += 1;
+            continue;
+        }
+        let scope = loop_scope(k, var, body);
+        if !scope.lets.contains_key(&local) || !scope.allows(k, value) {
             i += 1;
             continue;
         }
@@ -173,13 +177,7 @@ fn inline_scalar_lets(k: &mut Kernel, var: LocalId, body: &mut Vec<Stmt>) -> boo
 /// `ldmatrix.trans` copy. The statements to put before the loop (transposed copies of stepped
 /// pointers) when one was replaced.
 fn load_transposed_operands(k: &mut Kernel, body: &mut Vec<Stmt>, (values, lets_before): (&HashMap<LocalId, Vec<ExprId>>, &HashSet<LocalId>)) -> Option<Vec<Stmt>> {
-    let mut dots = Vec::new();
-    for s in body.iter() {
-        if let Stmt::Assign { value, .. } | Stmt::Let { value, .. } = s {
-            collect_dots(k, *value, &mut dots);
-        }
-    }
-    let [dot] = dots[..] else { return None };
+    let dot = only_dot(k, body)?;
     let ExprKind::Dot { a, b, acc } = k.exprs[dot].kind else { return None };
     let mut changed = false;
     let mut before = Vec::new();
@@ -334,13 +332,25 @@ fn reads_mutable(k: &Kernel, e: ExprId) -> bool {
 fn step_pointers(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), body: &mut Vec<Stmt>, loads: Vec<ExprId>) -> Option<Vec<Stmt>> {
     let scope = loop_scope(k, var, body);
     let moving: Vec<ExprId> = loads.into_iter().filter(|&ld| scope.depends(k, load_ptr(k, ld))).collect();
-    if moving.is_empty() || !moving.iter().all(|&ld| scope.allows(k, load_ptr(k, ld)) && derivative(k, &scope, load_ptr(k, ld)).is_some_and(|d| d.is_some())) {
+    if moving.is_empty() || !moving.iter().all(|&ld| scope.allows(k, load_ptr(k, ld))) {
         return None;
     }
+    // Each pointer's change per unit of the variable; where one has none, the expressions the
+    // others added are taken out of the kernel again.
+    let added_from = k.exprs.len();
+    let mut per_var = Vec::with_capacity(moving.len());
+    for &ld in &moving {
+        match derivative(k, &scope, load_ptr(k, ld)) {
+            Some(Some(d)) => per_var.push(d),
+            _ => {
+                k.exprs.truncate(added_from);
+                return None;
+            }
+        }
+    }
     let mut before = Vec::new();
-    for ld in moving {
+    for (ld, per_var) in moving.into_iter().zip(per_var) {
         let ptr = load_ptr(k, ld);
-        let per_var = derivative(k, &scope, ptr).flatten().expect("checked above");
         let step_copy = copy(k, &scope, step, None);
         let per_iter = binary(k, BinOp::Mul, per_var, step_copy);
         let start_copy = copy(k, &scope, start, None);
@@ -369,20 +379,7 @@ fn step_pointers(k: &mut Kernel, var: LocalId, (start, step): (ExprId, ExprId), 
 /// locals bound to loads at the body's top level; `None` when the body has no such `dot` or
 /// more than one `dot`.
 fn dot_operand_loads(k: &Kernel, body: &[Stmt]) -> Option<Vec<ExprId>> {
-    let mut dots = Vec::new();
-    fn collect(k: &Kernel, stmts: &[Stmt], out: &mut Vec<ExprId>) {
-        for s in stmts {
-            let roots: Vec<ExprId> = match s {
-                Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
-                Stmt::Store { ptr, value, mask, .. } => [Some(*ptr), Some(*value), *mask].into_iter().flatten().collect(),
-                _ => Vec::new(),
-            };
-            roots.into_iter().for_each(|r| collect_dots(k, r, out));
-            s.bodies().into_iter().for_each(|b| collect(k, b, out));
-        }
-    }
-    collect(k, body, &mut dots);
-    let [dot] = dots[..] else { return None };
+    let dot = only_dot(k, body)?;
     let ExprKind::Dot { a, b, acc: Some(c) } = k.exprs[dot].kind else { return None };
     let is_acc = body.iter().any(|s| matches!(s, Stmt::Assign { local, value } if *value == dot && matches!(k.exprs[c].kind, ExprKind::Local(l) if l == *local)));
     if !is_acc {
@@ -396,6 +393,27 @@ fn dot_operand_loads(k: &Kernel, body: &[Stmt]) -> Option<Vec<ExprId>> {
         })
     };
     Some(vec![load_of(a)?, load_of(b)?])
+}
+
+/// The one `dot` of `body` (its statements and those nested in them), if it has exactly one.
+fn only_dot(k: &Kernel, body: &[Stmt]) -> Option<ExprId> {
+    fn collect(k: &Kernel, stmts: &[Stmt], out: &mut Vec<ExprId>) {
+        for s in stmts {
+            let roots: Vec<ExprId> = match s {
+                Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
+                Stmt::Store { ptr, value, mask, .. } => [Some(*ptr), Some(*value), *mask].into_iter().flatten().collect(),
+                _ => Vec::new(),
+            };
+            roots.into_iter().for_each(|r| collect_dots(k, r, out));
+            s.bodies().into_iter().for_each(|b| collect(k, b, out));
+        }
+    }
+    let mut dots = Vec::new();
+    collect(k, body, &mut dots);
+    match dots[..] {
+        [dot] => Some(dot),
+        _ => None,
+    }
 }
 
 fn load_ptr(k: &Kernel, ld: ExprId) -> ExprId {

@@ -276,12 +276,12 @@ impl DevicePlan<'_> {
         // Values evaluated at their use (offsets, pointers of the iteration): each use is
         // evaluated with the loop variable of the iteration it belongs to.
         let mut pures: Vec<ExprId> = Vec::new();
-        // Where the body reads each load and advances each pointer: the copies read the pointers
-        // of the iteration before its steps.
-        let (mut load_at, mut step_at): (HashMap<LocalId, usize>, Vec<(LocalId, usize)>) = (HashMap::new(), Vec::new());
+        // Where the body binds each local (the loads among them) and advances each pointer: the
+        // copies read the pointers of the iteration before its steps.
+        let (mut let_at, mut step_at): (HashMap<LocalId, usize>, Vec<(LocalId, usize)>) = (HashMap::new(), Vec::new());
         for (at, s) in body.iter().enumerate() {
             if let Stmt::Let { local, .. } = s {
-                load_at.insert(*local, at);
+                let_at.insert(*local, at);
             }
             if let Stmt::Assign { local, .. } = s {
                 step_at.push((*local, at));
@@ -353,7 +353,7 @@ impl DevicePlan<'_> {
             // A pointer advanced twice, or before the load reads it, is not what the copies of
             // iteration `i` (at its first value plus `i` steps) read.
             if let Some(l) = affine {
-                let (n, before) = (step_at.iter().filter(|s| s.0 == l).count(), step_at.iter().any(|s| s.0 == l && s.1 < load_at[&xl]));
+                let (n, before) = (step_at.iter().filter(|s| s.0 == l).count(), step_at.iter().any(|s| s.0 == l && s.1 < let_at[&xl]));
                 if n > 1 || before {
                     return None;
                 }
