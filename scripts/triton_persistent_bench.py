@@ -90,7 +90,7 @@ def main():
     p.add_argument("--sizes", default="2048,4096,8192")
     p.add_argument("--shapes", default="")
     args = p.parse_args()
-    shapes = [(s, s, s) for s in map(int, args.sizes.split(",")) if args.sizes]
+    shapes = [(s, s, s) for s in map(int, args.sizes.split(","))] if args.sizes else []
     shapes += [tuple(map(int, x.split("x"))) for x in args.shapes.split(",") if x]
     sms = torch.cuda.get_device_properties("cuda").multi_processor_count
     print(f"triton {triton.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name()}, {sms} SMs")
