@@ -276,6 +276,24 @@ pub fn matmul_plus_equals<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f1
     store(c + rm.as_col() * n + rn.as_row(), accumulator, (rm.as_col() < m) & (rn.as_row() < n));
 }
 
+/// `C = A @ B` with the K tail read as ones (`other` 1.0 on both operands): the last K tile adds
+/// one per padded element. On sm_90a the copy engine fills the elements past the operands with
+/// zeros, so the fix-up that writes `other` must still run (it is left out only where `other`
+/// is zero). Rows and columns are not masked: `m` and `n` are multiples of the tile.
+#[kernel(BM = [64], BN = [64], BK = [32], num_warps = 4, num_stages = 3)]
+pub fn matmul_ones_past_k<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f16>, b: Ptr<f16>, c: Ptr<f32>, n: i32, k: i32) {
+    let rm = program_id(0) * BM + arange(0, BM);
+    let rn = program_id(1) * BN + arange(0, BN);
+    let mut acc = zeros::<f32>([BM, BN]);
+    for kk in 0..cdiv(k, BK) {
+        let rk = kk * BK + arange(0, BK);
+        let x = load(a + rm.as_col() * k + rk.as_row(), rk.as_row() < k, 1.0);
+        let y = load(b + rk.as_col() * n + rn.as_row(), rk.as_col() < k, 1.0);
+        acc = dot(x, y, acc);
+    }
+    store(c + rm.as_col() * n + rn.as_row(), acc);
+}
+
 /// `C = A @ W^T` for a weight `W` stored `[N, K]`, written as `dot(a, w.trans(), acc)` with the
 /// pointers recomputed from the loop variable: on the GPU, the transpose goes into the load's
 /// pointers and the loop is pipelined (tensor maps on sm_90a, `wgmma` 64x64 tiles).

@@ -9,6 +9,10 @@ use super::Layout;
 use proc_macro2::TokenStream;
 use quote::quote;
 
+/// The most register-slot bits per thread a reduction is planned in registers for (4096
+/// slots: far beyond what registers hold; larger blocks reduce through shared memory).
+const MAX_SLOT_BITS: usize = 12;
+
 /// Where the bits of a thread's register slot, lane and warp indices put its elements: bit `b`
 /// of the slot index is bit `slot[b]` of the element's flat index, and likewise for the lane and
 /// warp. A bit at or past `bits` means an element past the block (a thread that owns nothing),
@@ -124,8 +128,12 @@ impl BitLayout {
         }).collect()
     }
 
-    /// The plan of a reduction of a block of shape `shape` in this layout along `axis`.
+    /// The plan of a reduction of a block of shape `shape` in this layout along `axis`; `None`
+    /// beyond [`MAX_SLOT_BITS`] register slots per thread (the plan lists every slot).
     pub(super) fn reduce(&self, shape: &[usize], axis: usize) -> Option<RegReduce> {
+        if self.slot.len() > MAX_SLOT_BITS {
+            return None;
+        }
         let lo = log2_exact(shape[axis + 1..].iter().product())?;
         let hi = lo + log2_exact(shape[axis])?;
         let reduced = |b: &u32| (lo..hi).contains(b);

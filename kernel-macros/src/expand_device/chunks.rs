@@ -77,7 +77,7 @@ impl DevGen<'_> {
 
     /// A boolean expression that is true only when the boolean block `e` is `want` at all
     /// elements of the chunk ([`Self::chunk_all`] for `want`, "none of them" for `!want`).
-    fn chunk_is(&mut self, e: ExprId, want: bool, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
+    pub(super) fn chunk_is(&mut self, e: ExprId, want: bool, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.p.d;
         if self.along(e, moves) == Along::Const {

@@ -597,6 +597,9 @@ impl DevGen<'_> {
             if __tid == 0 && __spec {
                 #tma_fill
             }
+            // Whether the copy engine fills every masked element of the last boxes with its
+            // `other` (cleared by the element checks, `tma_inside_unmasked`).
+            let mut __mz: bool = true;
             #(#tma_post)*
             // Whether this thread's elements are unmasked in every iteration, and in every
             // iteration but the last.
@@ -607,8 +610,9 @@ impl DevGen<'_> {
             }
             let __mmid: bool = __mall || __mmid;
             // Whether every operand can be copied with its tensor map; whether no element
-            // is masked in any iteration (no fix-up), or in none before the last one (fix-up
-            // in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
+            // is masked in any iteration, or in none before the last one and there only
+            // outside the view, filled with `other` by the copy engine (no fix-up); or in none
+            // before the last one (fix-up in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
             // used, after the chunk set-up): every access proven in bounds.
             let __w: u32 = #d::smem_addr() + #flag as u32;
             if __tid == 0 {
@@ -616,7 +620,7 @@ impl DevGen<'_> {
             }
             // Three votes (`bar.red.and`): only the first waits for the slowest warp.
             let __tma_go: bool = #d::bar_and(true #(&& #tma_oks)*);
-            let __nofix: bool = #d::bar_and(__mall);
+            let __nofix: bool = #d::bar_and(__mall || (__mmid && __mz));
             let __fixlast: bool = #d::bar_and(__mmid);
             if __tma_go {
                 #tma_main

@@ -886,8 +886,8 @@ impl<'k> DevGen<'k> {
     /// The checked store of the 16-bit chunk `__v` (eight elements from flat index `f0`) of a
     /// store through `ptr` (mask `mask`): one 16-byte store where the chunk is contiguous
     /// ([`Self::chunk_contiguous`]), 16-byte aligned, inside its buffer and masked in
-    /// ([`Self::mask_on_chunk`]); else each element where the mask holds, after its bounds check
-    /// (which reports a fault outside the buffer).
+    /// ([`Self::mask_on_chunk`]); nothing where the mask holds on none of it; else each element
+    /// where the mask holds, after its bounds check (which reports a fault outside the buffer).
     fn via_smem_chunk_checked(&mut self, ptr: ExprId, mask: Option<ExprId>, span: proc_macro2::Span, f0: &TokenStream, vt: &TokenStream) -> TokenStream {
         let d = &self.p.d;
         let at = |i: TokenStream| At::Flat(quote!((__f0 + #i)));
@@ -897,6 +897,8 @@ impl<'k> DevGen<'k> {
         let bound: Vec<usize> = if step.is_some() { vec![0, 7] } else { (0..8).collect() };
         let contiguous = Self::chunk_contiguous(step, &q.iter().map(|x| quote!(#x)).collect::<Vec<_>>(), 2);
         let all = mask.map(|m| self.mask_on_chunk(ptr, m, true, 8)).unwrap_or(quote!(true));
+        // Masked out whole (an edge block's rows and columns past the mask): nothing to write.
+        let none = mask.map(|m| self.mask_on_chunk(ptr, m, false, 8)).unwrap_or(quote!(false));
         let fits = self.fits_code(ptr, &quote!(__q0), 8);
         let m_i = mask.map(|m| self.operand(ptr, m, &at(quote!(__i)))).unwrap_or(quote!(true));
         let p_i = self.ev(ptr, &at(quote!(__i)));
@@ -910,13 +912,15 @@ impl<'k> DevGen<'k> {
             #(#binds)*
             if #all #contiguous && (__q0 as usize) % 16 == 0 && #fits {
                 #d::store_vec::<u32, 4>(__q0 as *mut u32, __v);
-            } else {
+            } else if !#none {
                 let mut __i: usize = 0;
                 while __i < 8 {
                     if #m_i {
                         let __a: #vt = #p_i;
                         if #ok {
-                            #d::store(__a as *mut u16, (__v[__i / 2] >> ((__i % 2) * 16)) as u16);
+                            // (Selected, not indexed: indexed, `__v` would go to local memory.)
+                            let __w: u32 = if __i < 2 { __v[0] } else if __i < 4 { __v[1] } else if __i < 6 { __v[2] } else { __v[3] };
+                            #d::store(__a as *mut u16, (__w >> ((__i % 2) * 16)) as u16);
                         }
                     }
                     __i += 1;

@@ -114,6 +114,19 @@ fn k<const B: i64>(x: Ptr<f32>) {
 }
 "#,
     ),
+    (
+        // A reduction of a block of 2^40 elements (the most a block holds): planned in
+        // registers, its slot list would take 2^32 entries; it goes through shared memory.
+        "reduce_largest_block",
+        false,
+        r#"
+#[kernel(B = [1048576])]
+fn k<const B: i32>(x: Ptr<f32>) {
+    let m = zeros::<f32>([B, B]).max(0);
+    store(x + arange(0, B), m);
+}
+"#,
+    ),
 ];
 
 fn repo() -> PathBuf {

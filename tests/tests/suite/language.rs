@@ -55,6 +55,25 @@ fn dot_with_a_transposed_weight() {
     }
 }
 
+/// A K tail loaded with `other` 1.0 adds one per padded element (the GPU's copy engine fills
+/// zeros there, which the fix-up must replace), and with K a multiple of the tile nothing.
+#[test]
+fn k_tail_with_a_nonzero_other() {
+    let dev = tests::test_device();
+    for (m, n, k) in [(128usize, 64usize, 150usize), (64, 128, 40), (64, 64, 96)] {
+        let a = Tensor::<f16>::randn(&dev, &[m, k], 11).unwrap();
+        let b = Tensor::<f16>::randn(&dev, &[k, n], 12).unwrap();
+        let c = Tensor::<f32>::full(&dev, &[m, n], f32::NAN).unwrap();
+        let grid = (cdiv(m as i32, 64), cdiv(n as i32, 64));
+        matmul_ones_past_k::launch(grid, &a, &b, &c, n as i32, k as i32, 64, 64, 32).unwrap();
+        let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+        let pad = (k.div_ceil(32) * 32 - k) as f64;
+        let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|kk| av[(i / n) * k + kk] * bv[kk * n + i % n]).sum::<f64>() + pad).collect();
+        let r = worst_ratio(&c.to_f64_vec(), &want, 1e-3, 1e-3);
+        assert!(r <= 1.0, "{m}x{n}x{k}: worst error ratio {r}");
+    }
+}
+
 /// Pointers advanced before the loads (and in two steps) give the same product.
 #[test]
 fn pointers_advanced_before_the_loads() {

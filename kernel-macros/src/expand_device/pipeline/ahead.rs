@@ -128,6 +128,7 @@ impl DevGen<'_> {
         let checks_code = quote! {
             #(#pre)*
             let __tgo: bool = __n > 0 #(&& #maps_ok)*;
+            let mut __mz: bool = true;
             let (#(#oks),*) = if __tgo {
                 #(#lin)*
                 (#(#oks),*)
@@ -135,12 +136,15 @@ impl DevGen<'_> {
                 Default::default()
             };
             // Whether this thread's elements are unmasked in every iteration, and in every
-            // iteration but the last.
+            // iteration but the last; whether those of the last iteration are unmasked or
+            // outside the view, filled with `other` by the copy engine (`tma_inside_unmasked`:
+            // then no fix-up at all).
             let mut __mall: bool = __n > 0;
             let mut __mmid: bool = true;
             if __tgo {
                 #(#checks)*
             }
+            let __mall: bool = __mall || (__mmid && __mz);
             if __tid == 0 && __tgo {
                 #({ #keep })*
             }

@@ -374,7 +374,8 @@ impl DevGen<'_> {
         let end_col = if cols.is_some() { quote!(__jl + 1) } else { quote!(#inner) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-            let row = Self::tma_outside_line(&m_j, &end_col, row_live);
+            let inside = self.tma_inside_unmasked(c, mk, &end_col);
+            let row = Self::tma_outside_line(&m_j, &end_col, row_live, &inside);
             let lines = self.tma_over_lines(c, rows_n, Some(inner), row);
             quote!(#cols #lines)
         });
@@ -436,7 +437,8 @@ impl DevGen<'_> {
         let end_row = if rows_end.is_some() { quote!(__jl + 1) } else { quote!(#rows_n) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__j * #inner + __r))));
-            let line = Self::tma_outside_line(&m_j, &end_row, col_live.as_ref());
+            // (A map row is a column of the block, along which the chunk tests do not look.)
+            let line = Self::tma_outside_line(&m_j, &end_row, col_live.as_ref(), &quote!(__mz = false;));
             let lines = self.tma_over_lines(c, inner, None, line);
             quote!(#rows_end #lines)
         });
@@ -467,11 +469,17 @@ impl DevGen<'_> {
     }
 
     /// The test of map line `__r` of the last box (where `live` holds, if given): its elements
-    /// `__j` outside the view, up to `end`, are masked (`m_j`: the mask at element `__j`).
-    fn tma_outside_line(m_j: &TokenStream, end: &TokenStream, live: Option<&TokenStream>) -> TokenStream {
+    /// `__j` outside the view, up to `end`, are masked (`m_j`: the mask at element `__j`); and
+    /// `inside`, which clears `__mz` unless the line's elements inside the view (the first
+    /// `__je`) are unmasked.
+    fn tma_outside_line(m_j: &TokenStream, end: &TokenStream, live: Option<&TokenStream>, inside: &TokenStream) -> TokenStream {
         let line = quote! {
             let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
             let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+            let __je: usize = if __j < #end { __j } else { #end };
+            if __je > 0 {
+                #inside
+            }
             while __j < #end {
                 __ok = __ok && !(#m_j);
                 __j += 1;
@@ -480,6 +488,35 @@ impl DevGen<'_> {
         match live {
             Some(live) => quote!(if #live { #line }),
             None => line,
+        }
+    }
+
+    /// For a `Rows` map line `__r` (first element `__f0`) of the last box: clears `__mz` unless
+    /// its first `__je` elements (those inside the view, `__je` at most `end`) are unmasked,
+    /// tested at their two ends where the mask is monotone along the row, else element by
+    /// element; and unless the copy engine's fill is the load's `other` (`+0`, or none). With
+    /// every masked element of the last box outside the view, the copy engine has filled each
+    /// of them with `other`: the fix-up has nothing to do (`__mz`, voted in `gen_pipelined`).
+    fn tma_inside_unmasked(&mut self, c: &TmaCtx, mk: ExprId, end: &TokenStream) -> TokenStream {
+        let op = c.op;
+        if !op.other.is_none_or(|o| fills_as_zero(self.k, o)) {
+            return quote!(__mz = false;);
+        }
+        let moves = self.child_moves(op.load, mk, true);
+        let at0 = self.sub_at(op.load, mk, &At::Flat(quote!((__f0))));
+        let at1 = self.sub_at(op.load, mk, &At::Flat(quote!((__f0 + __je - 1))));
+        match self.chunk_is(mk, true, moves, &at0, &at1) {
+            Some(all) => quote!(__mz = __mz && #all;),
+            None => {
+                let m_i = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __i))));
+                quote! {
+                    let mut __i: usize = 0;
+                    while __i < __je && __i < #end {
+                        __mz = __mz && #m_i;
+                        __i += 1;
+                    }
+                }
+            }
         }
     }
 
@@ -498,8 +535,17 @@ impl DevGen<'_> {
         // their code in every block's prologue costs the blocks that do not run it.
         let d = &self.p.d;
         let either = |strict: TokenStream, dead: TokenStream| {
+            // (Out of line, `__mz` goes in and comes back by value.)
             let dead = if self.outline_cold {
-                quote!(__ok = __ok && #d::outline(move || { let mut __ok: bool = true; #dead __ok });)
+                quote! {
+                    let (__dok, __dmz): (bool, bool) = #d::outline(move || {
+                        let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                        #dead
+                        (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
+                }
             } else {
                 dead
             };
@@ -555,6 +601,8 @@ impl DevGen<'_> {
         let (var_id, var_t) = (&c.var.0, &c.var.1);
         let len = &c.len;
         let (inner_i, rows_i) = (box_w as i64, box_h as i64);
+        // A masked operand whose last box lies in the view may have masked elements there.
+        let inside = c.op.mask.map(|_| quote!(else { __mz = false; }));
         let outside = outside.unwrap_or_else(|| quote!(__ok = false;));
         quote! {
             #tin && {
@@ -574,7 +622,7 @@ impl DevGen<'_> {
                     let __it: i64 = __nm;
                     let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
                     #outside
-                }
+                } #inside
                 __ok
             }
         }
@@ -686,5 +734,16 @@ impl DevGen<'_> {
             #main
         });
         TmaVersion { pre, maps, fill, post, oks, main, filled }
+    }
+}
+
+/// Whether the block `e` is all zero bits (`+0`, `0`, a cast or broadcast of one): what the
+/// copy engine writes for elements outside a map.
+fn fills_as_zero(k: &Kernel, e: ExprId) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Full(x) | ExprKind::Cast(x) | ExprKind::BroadcastTo(x) => fills_as_zero(k, *x),
+        ExprKind::Lit(Lit::Int(0)) => true,
+        ExprKind::Lit(Lit::Float(v)) => v.to_bits() == 0,
+        _ => false,
     }
 }

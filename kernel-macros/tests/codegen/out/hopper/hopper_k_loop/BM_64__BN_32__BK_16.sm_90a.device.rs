@@ -388,6 +388,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = __tin0
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -480,107 +481,109 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 16usize;
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__r) as i32),
+                  ),
+                  __p_M,
+                ) {
+                  __ok = __ok
+                    && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                  let __v0: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_M,
                         ),
+                        __p_K,
                       ),
-                      (0i32).wrapping_add((__r) as i32),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    __p_M,
-                  ) {
-                    __ok = __ok
-                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                    let __v0: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                  );
+                  let __v1: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                            __p_M,
-                          ),
-                          __p_K,
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    let __v1: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 15usize);
+                                  0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 15usize);
-                                    0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
                           ),
-                          __p_K,
+                          __p_M,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 15usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
+                        __p_K,
                       ),
-                    );
-                    __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
-                      && __v1 - __v0 == 15i64
-                      && __v0 == __tO + (__r as i64) * __tW;
-                  }
-                  __r += 128usize;
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 15usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                    && __v1 - __v0 == 15i64
+                    && __v0 == __tO + (__r as i64) * __tW;
                 }
-                __ok
-              });
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -618,6 +621,43 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 16usize { __j } else { 16usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && {
+                        let __x15 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x16 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __je - 1);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x16,
+                          __x15,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x16,
+                            __c17,
+                          )
+                      };
+                  }
                   while __j < 16usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -645,65 +685,106 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 16usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 16usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
                       ),
-                      __p_M,
-                    ) {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < 16usize {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __j);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < 16usize { __j } else { 16usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && {
+                          let __x18 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x19 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __je - 1);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          ));
-                        __j += 1;
-                      }
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x19,
+                            __x18,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x19,
+                              __c20,
+                            )
+                        };
                     }
-                    __r += 128usize;
+                    while __j < 16usize {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ));
+                      __j += 1;
+                    }
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -847,109 +928,133 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let mut __jl: usize = 31usize;
-                while __jl > 0
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let mut __jl: usize = 31usize;
+              while __jl > 0
+                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
                       ),
-                      (0i32).wrapping_add((__jl) as i32),
                     ),
-                    __p_N,
-                  ))
-                {
-                  __jl -= 1;
-                }
-                __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  16usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 32usize;
-                  let __v0: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add((__jl) as i32),
+                  ),
+                  __p_N,
+                ))
+              {
+                __jl -= 1;
+              }
+              __ok = __ok && __tc1 + (__jl as i64) < __tW;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                16usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                let __v0: i64 = ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
-                        __p_N,
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
+                      __p_N,
                     ),
-                  );
-                  let __v1: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ),
+                );
+                let __v1: i64 = ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __jl);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + __jl);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
-                        __p_N,
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __jl);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
+                      __p_N,
                     ),
-                  );
-                  __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
-                    && ((0i64).wrapping_add(1i64) == 1i64
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
+                  ),
+                );
+                __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+                  && ((0i64).wrapping_add(1i64) == 1i64
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __jl);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      )
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -961,44 +1066,22 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __jl);
+                                    let __pf: usize = (__f0);
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_N,
                           ),
-                        )
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                          ),
-                        ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
-                    && __v0 == __tO + (__r as i64) * __tW;
-                  __r += 128usize;
-                }
-                __ok
-              });
+                        ),
+                      ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
+                  && __v0 == __tO + (__r as i64) * __tW;
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -1036,6 +1119,28 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 32usize { __j } else { 32usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                  }
                   while __j < 32usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1063,69 +1168,99 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 31usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 31usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  16usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  let __je: usize = if __j < __jl + 1 {
+                    __j
+                  } else {
+                    __jl + 1
+                  };
+                  if __je > 0 {
+                    __mz = __mz
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
                           ),
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
-                      ),
-                      __p_N,
-                    ))
-                  {
-                    __jl -= 1;
+                      );
                   }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    16usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 32usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < __jl + 1 {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __j);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
+                  while __j < __jl + 1 {
+                    __ok = __ok
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __j);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
                           ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
+                        ),
+                      ));
+                    __j += 1;
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1143,21 +1278,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -1167,12 +1302,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 128usize;
@@ -1189,21 +1324,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -1213,12 +1348,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 128usize;
@@ -1237,21 +1372,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -1261,12 +1396,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 128usize;
@@ -1284,21 +1419,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -1308,12 +1443,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 128usize;
@@ -1461,7 +1596,9 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -1496,21 +1633,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                     if __c < 128usize {
                       let __f0: usize = __c * 8;
                       if !({
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -1520,12 +1657,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       }) {
                         let __sp = __smem
@@ -2492,21 +2629,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2516,12 +2653,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -2773,21 +2910,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2797,12 +2934,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -3062,21 +3199,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3086,12 +3223,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -3443,21 +3580,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3467,12 +3604,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -4496,7 +4633,66 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         u32,
                         4,
                       >(__q0 as *mut u32, __v);
-                    } else {
+                    } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      })
+                    {
                       let mut __i: usize = 0;
                       while __i < 8 {
                         if <bool as ::kernel_std::__private::device::Int>::and(
@@ -4584,9 +4780,18 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             2u32,
                             ::core::line!(),
                           ) {
+                            let __w: u32 = if __i < 2 {
+                              __v[0]
+                            } else if __i < 4 {
+                              __v[1]
+                            } else if __i < 6 {
+                              __v[2]
+                            } else {
+                              __v[3]
+                            };
                             ::kernel_std::__private::device::store(
                               __a as *mut u16,
-                              (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                              (__w >> ((__i % 2) * 16)) as u16,
                             );
                           }
                         }
@@ -4776,7 +4981,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4794,7 +4999,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4812,14 +5017,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x28,
+                      __c29,
                     )
                 })
           }
@@ -4943,7 +5148,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4961,7 +5166,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4979,14 +5184,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x31,
+                      __c32,
                     )
                 })
           },
@@ -5269,7 +5474,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5284,7 +5489,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5299,14 +5504,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c35 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x34,
+                    __x33,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x34,
+                      __c35,
                     )
                 })
                 && (((0i64).wrapping_add(1i64)) == 1i64
@@ -5323,7 +5528,66 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ))
+                || {
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c38 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x37,
+                    __x36,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x36,
+                      __c38,
+                    )
+                })
+              {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <bool as ::kernel_std::__private::device::Int>::and(
@@ -5411,9 +5675,18 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       2u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

@@ -443,6 +443,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = __tin0
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -668,6 +669,43 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 16usize { __j } else { 16usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && {
+                        let __x3 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x4 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __je - 1);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x4,
+                          __x3,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x4,
+                            __c5,
+                          )
+                      };
+                  }
                   while __j < 16usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -723,6 +761,43 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 16usize { __j } else { 16usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __je - 1);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      };
+                  }
                   while __j < 16usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -749,6 +824,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __r += 128usize;
               }
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1076,6 +1153,28 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 32usize { __j } else { 32usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                  }
                   while __j < 32usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1136,6 +1235,32 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 } else {
                   0
                 };
+                let __je: usize = if __j < __jl + 1 {
+                  __j
+                } else {
+                  __jl + 1
+                };
+                if __je > 0 {
+                  __mz = __mz
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    );
+                }
                 while __j < __jl + 1 {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1161,6 +1286,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __r += 128usize;
               }
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1178,21 +1305,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x3 = (0i32)
+                let __x9 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x4 = (0i32)
+                let __x10 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -1202,12 +1329,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x10,
+                  __x9,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x10,
+                    __c11,
                   )
               });
             __r += 128usize;
@@ -1224,21 +1351,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x3 = (0i32)
+                let __x9 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x4 = (0i32)
+                let __x10 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -1248,12 +1375,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x10,
+                  __x9,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x10,
+                    __c11,
                   )
               });
             __r += 128usize;
@@ -1272,21 +1399,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x3 = (0i32)
+                  let __x9 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x4 = (0i32)
+                  let __x10 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -1296,12 +1423,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x10,
+                      __c11,
                     )
                 });
               __r += 128usize;
@@ -1319,21 +1446,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x3 = (0i32)
+                  let __x9 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x4 = (0i32)
+                  let __x10 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -1343,12 +1470,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x10,
+                      __c11,
                     )
                 });
               __r += 128usize;
@@ -1496,7 +1623,9 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -3097,21 +3226,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3121,12 +3250,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       }
                         && (__inb0
@@ -3478,21 +3607,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3502,12 +3631,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       }
                         && (__inb0
@@ -4106,7 +4235,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4124,7 +4253,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4142,14 +4271,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 })
           }
@@ -4273,7 +4402,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4291,7 +4420,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4309,14 +4438,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x19,
+                      __c20,
                     )
                 })
           },

@@ -404,6 +404,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = __tin0
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -521,6 +522,43 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
               } else {
                 0
               };
+              let __je: usize = if __j < 16usize { __j } else { 16usize };
+              if __je > 0 {
+                __mz = __mz
+                  && {
+                    let __x3 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __je - 1);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  };
+              }
               while __j < 16usize {
                 __ok = __ok
                   && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -545,6 +583,8 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
               }
               __r += 256usize;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -713,6 +753,28 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
               } else {
                 0
               };
+              let __je: usize = if __j < 16usize { __j } else { 16usize };
+              if __je > 0 {
+                __mz = __mz
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  );
+              }
               while __j < 16usize {
                 __ok = __ok
                   && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -737,6 +799,8 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
               }
               __r += 256usize;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -754,21 +818,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x3 = (0i32)
+                let __x6 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x4 = (0i32)
+                let __x7 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -778,12 +842,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x7,
+                  __x6,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x7,
+                    __c8,
                   )
               });
             __r += 256usize;
@@ -800,21 +864,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x3 = (0i32)
+                let __x6 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x4 = (0i32)
+                let __x7 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -824,12 +888,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x7,
+                  __x6,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x7,
+                    __c8,
                   )
               });
             __r += 256usize;
@@ -848,21 +912,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x3 = (0i32)
+                  let __x6 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x4 = (0i32)
+                  let __x7 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -872,12 +936,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x7,
+                    __x6,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x7,
+                      __c8,
                     )
                 });
               __r += 256usize;
@@ -895,21 +959,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x3 = (0i32)
+                  let __x6 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x4 = (0i32)
+                  let __x7 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -919,12 +983,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x7,
+                    __x6,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x7,
+                      __c8,
                     )
                 });
               __r += 256usize;
@@ -1072,7 +1136,9 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2690,21 +2756,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2714,12 +2780,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       }
                         && (__inb0
@@ -3071,21 +3137,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = (0i32)
+                        let __x9 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x10 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3095,12 +3161,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       }
                         && (__inb0

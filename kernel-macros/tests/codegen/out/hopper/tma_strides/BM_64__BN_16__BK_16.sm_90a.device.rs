@@ -514,6 +514,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
         && (__tmask >> 1u32) & 1 != 0)
       {
@@ -618,6 +619,10 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                 } else {
                   0
                 };
+                let __je: usize = if __j < 64usize { __j } else { 64usize };
+                if __je > 0 {
+                  __mz = false;
+                }
                 while __j < 64usize {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -645,6 +650,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                 }
                 __r += 128usize;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -778,6 +785,46 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                 } else {
                   0
                 };
+                let __je: usize = if __j < 16usize { __j } else { 16usize };
+                if __je > 0 {
+                  __mz = __mz
+                    && {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __je - 1);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            k_6,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    };
+                }
                 while __j < 16usize {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -805,6 +852,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                 }
                 __r += 128usize;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -974,6 +1023,28 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
               } else {
                 0
               };
+              let __je: usize = if __j < 16usize { __j } else { 16usize };
+              if __je > 0 {
+                __mz = __mz
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  );
+              }
               while __j < 16usize {
                 __ok = __ok
                   && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -998,6 +1069,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
               }
               __r += 128usize;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1147,7 +1220,9 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2954,21 +3029,21 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if !({
-                      let __x3 = (0i32)
+                      let __x6 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x7 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2981,12 +3056,12 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x7,
+                        __x6,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x7,
+                          __c8,
                         )
                     }
                       && (__inb0
@@ -3342,21 +3417,21 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if !({
-                      let __x3 = (0i32)
+                      let __x6 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x7 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -3369,12 +3444,12 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x7,
+                        __x6,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x7,
+                          __c8,
                         )
                     }
                       && (__inb0

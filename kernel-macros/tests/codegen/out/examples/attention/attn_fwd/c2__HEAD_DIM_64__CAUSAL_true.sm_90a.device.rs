@@ -1868,6 +1868,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
           }
         };
         let __tgo: bool = __n > 0 && __tmo0 && __tmo1;
+        let mut __mz: bool = true;
         let (__tok0, __tok1) = if __tgo {
           let __tok0: bool = __tmo0
             && {
@@ -2267,6 +2268,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
         let mut __mall: bool = __n > 0;
         let mut __mmid: bool = true;
         if __tgo {}
+        let __mall: bool = __mall || (__mmid && __mz);
         if __tid == 0 && __tgo {
           {
             let __cw = __smem.add(32784usize) as *mut i32;
@@ -6622,6 +6624,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
           }
         };
         let __tgo: bool = __n > 0 && __tmo0 && __tmo1;
+        let mut __mz: bool = true;
         let (__tok0, __tok1) = if __tgo {
           let __tok0: bool = __tmo0
             && {
@@ -6820,6 +6823,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       } else {
                         0
                       };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = false;
+                      }
                       while __j < 64usize {
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -6839,6 +6846,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       }
                       __r += 256usize;
                     }
+                  } else {
+                    __mz = false;
                   }
                   __ok
                 }
@@ -7058,6 +7067,23 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       } else {
                         0
                       };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = __mz
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_28,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          );
+                      }
                       while __j < 64usize {
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -7077,6 +7103,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       }
                       __r += 256usize;
                     }
+                  } else {
+                    __mz = false;
                   }
                   __ok
                 }
@@ -7381,6 +7409,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             }
           }
         }
+        let __mall: bool = __mall || (__mmid && __mz);
         if __tid == 0 && __tgo {
           {
             let __cw = __smem.add(32784usize) as *mut i32;
@@ -12029,7 +12058,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !(!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )) {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -12089,9 +12135,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       3u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

@@ -1215,6 +1215,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
           }
         };
         let __tgo: bool = __n > 0 && __tmo0 && __tmo1;
+        let mut __mz: bool = true;
         let (__tok0, __tok1) = if __tgo {
           let __tok0: bool = __tmo0
             && {
@@ -1413,6 +1414,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       } else {
                         0
                       };
+                      let __je: usize = if __j < 128usize {
+                        __j
+                      } else {
+                        128usize
+                      };
+                      if __je > 0 {
+                        __mz = false;
+                      }
                       while __j < 128usize {
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1432,6 +1441,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       }
                       __r += 256usize;
                     }
+                  } else {
+                    __mz = false;
                   }
                   __ok
                 }
@@ -1651,6 +1662,27 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       } else {
                         0
                       };
+                      let __je: usize = if __j < 128usize {
+                        __j
+                      } else {
+                        128usize
+                      };
+                      if __je > 0 {
+                        __mz = __mz
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_28,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n_ctx,
+                          );
+                      }
                       while __j < 128usize {
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1670,6 +1702,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       }
                       __r += 256usize;
                     }
+                  } else {
+                    __mz = false;
                   }
                   __ok
                 }
@@ -1974,6 +2008,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
             }
           }
         }
+        let __mall: bool = __mall || (__mmid && __mz);
         if __tid == 0 && __tgo {
           {
             let __cw = __smem.add(98320usize) as *mut i32;
@@ -7060,7 +7095,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !(!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )) {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -7120,9 +7172,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       3u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

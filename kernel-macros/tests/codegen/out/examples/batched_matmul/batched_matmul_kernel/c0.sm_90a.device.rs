@@ -833,6 +833,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
         && (__tmask >> 1u32) & 1 != 0)
       {
@@ -911,38 +912,56 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 127usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 127usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_M,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    if __r <= __jl {
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_M,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  128usize,
+                );
+                let mut __r: usize = (__tid + 224usize) % 256usize;
+                while __r < __nr {
+                  if __r <= __jl {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_M,
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -951,55 +970,39 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                     128i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_M,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_M,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 256usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >((0i32).wrapping_add((__r) as i32))
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
+                          ),
                         ) == __r as i64;
-                    __r += 256usize;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 256usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 224usize) % 256usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 256usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1038,6 +1041,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 128usize {
+                      __j
+                    } else {
+                      128usize
+                    };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 128usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1065,68 +1076,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 127usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 127usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_M,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 224usize) % 256usize;
+                  while __r < __nr {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = false;
+                    }
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__j * 64usize + __r);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_M,
-                      ))
-                    {
-                      __jl -= 1;
+                        ));
+                      __j += 1;
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 224usize) % 256usize;
-                    while __r < __nr {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__j * 64usize + __r);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 256usize;
-                    }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1236,120 +1259,122 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  128usize,
+                );
+                let mut __r: usize = (__tid + 224usize) % 256usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    __ok = __ok
+                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
                       ),
-                      __p_M,
-                    ) {
-                      __ok = __ok
-                        && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                      let __v0: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
-                        ),
-                      );
-                      let __v1: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 63usize);
-                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
                             ),
-                            __p_stride_am,
+                            __p_M,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
+                          __p_stride_am,
                         ),
-                      );
-                      __ok = __ok
-                        && (0i64)
-                          .wrapping_add(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(__p_stride_ak)
-                              .wrapping_mul(1i64),
-                          ) == 1i64 && __v1 - __v0 == 63i64
-                        && __v0 == __tO + (__r as i64) * __tW;
-                    }
-                    __r += 256usize;
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 63usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && (0i64)
+                        .wrapping_add(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(__p_stride_ak)
+                            .wrapping_mul(1i64),
+                        ) == 1i64 && __v1 - __v0 == 63i64
+                      && __v0 == __tO + (__r as i64) * __tW;
                   }
-                  __ok
-                });
+                  __r += 256usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1389,6 +1414,43 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && {
+                          let __x15 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x16 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __je - 1);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x16,
+                            __x15,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x16,
+                              __c17,
+                            )
+                        };
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1416,65 +1478,106 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      128usize,
-                    );
-                    let mut __r: usize = (__tid + 224usize) % 256usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 64usize;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    128usize,
+                  );
+                  let mut __r: usize = (__tid + 224usize) % 256usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_M,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __j);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_M,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = __mz
+                          && {
+                            let __x18 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __x19 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            );
+                            <i32 as ::kernel_std::__private::device::Num>::ge(
+                              __x19,
+                              __x18,
+                            )
+                              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                __x19,
+                                __c20,
+                              )
+                          };
                       }
-                      __r += 256usize;
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                            ),
+                          ));
+                        __j += 1;
+                      }
                     }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1557,51 +1660,69 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 256usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 256usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  256usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 256usize;
+                while __r < __nr {
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_N,
+                  ) {
+                    __ok = __ok
+                      && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
                     __ok = __ok
                       && ::kernel_std::__private::device::cast::<
                         i32,
                         i64,
-                      >((0i32).wrapping_add((__r) as i32))
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_9,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  256i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_N,
+                          ),
+                        )
                         .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
-                        ) == __r as i64;
-                    __r += 256usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    256usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__r) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      __ok = __ok
-                        && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1610,37 +1731,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                     256i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      256i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 256usize;
+                          ),
+                        ) == __r as i64;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 63i64 + 255i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 256usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 63i64 + 255i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1679,6 +1784,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1706,64 +1815,72 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      256usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 256usize;
-                    while __r < __nr {
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              256i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    256usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 256usize;
+                  while __r < __nr {
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_N,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__j * 256usize + __r);
-                                    0usize + ((__pf / 256usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = false;
+                      }
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__j * 256usize + __r);
+                                  0usize + ((__pf / 256usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            ),
+                          ));
+                        __j += 1;
                       }
-                      __r += 256usize;
                     }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1922,87 +2039,123 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 255usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 255usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_N,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 256usize;
-                    let __v0: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 256usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_9,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  256i64,
-                                ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 256usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 256usize;
+                  let __v0: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                256i64,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 256usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                            __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 256usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          __p_stride_bn,
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                    );
-                    let __v1: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __jl);
-                                0usize + ((__pf / 256usize) % 64usize) * 1usize
-                              }) as i32,
+                    ),
+                  );
+                  let __v1: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __jl);
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                256i64,
+                              ),
                             ),
-                          __p_stride_bk,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __jl);
+                                  0usize + ((__pf / 1usize) % 256usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_bn,
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && (0i64)
+                      .wrapping_add(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(__p_stride_bn)
+                          .wrapping_mul(1i64),
+                      ) == 1i64
+                    && ((0i64).wrapping_add(1i64) == 1i64
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2021,24 +2174,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                             __p_N,
                           ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    );
-                    __ok = __ok
-                      && (0i64)
-                        .wrapping_add(
+                        )
+                        .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >(__p_stride_bn)
-                            .wrapping_mul(1i64),
-                        ) == 1i64
-                      && ((0i64).wrapping_add(1i64) == 1i64
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2050,44 +2191,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      256i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
-                      && __v0 == __tO + (__r as i64) * __tW;
-                    __r += 256usize;
-                  }
-                  __ok
-                });
+                          ),
+                        ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
+                    && __v0 == __tO + (__r as i64) * __tW;
+                  __r += 256usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -2127,6 +2246,32 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 256usize {
+                      __j
+                    } else {
+                      256usize
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 256usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                    }
                     while __j < 256usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2154,69 +2299,99 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 255usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              256i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 255usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_N,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 256usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 256usize;
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 256usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_N,
-                      ))
-                    {
-                      __jl -= 1;
+                        );
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 256usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 256usize;
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __j);
-                                  0usize + ((__pf / 256usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 256usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 256usize;
+                          ),
+                        ));
+                      __j += 1;
                     }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -2235,21 +2410,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2259,12 +2434,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 256usize;
@@ -2281,21 +2456,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2305,12 +2480,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 256usize;
@@ -2329,21 +2504,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2353,12 +2528,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 256usize;
@@ -2376,21 +2551,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2400,12 +2575,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 256usize;
@@ -2553,7 +2728,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2696,21 +2873,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       if __c < 1024usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2720,12 +2897,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __sp = __smem
@@ -2787,21 +2964,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       if __c < 1024usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2811,12 +2988,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7645,21 +7822,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7669,12 +7846,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7699,21 +7876,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7723,12 +7900,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7753,21 +7930,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7777,12 +7954,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7807,21 +7984,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7831,12 +8008,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8426,21 +8603,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8450,12 +8627,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8480,21 +8657,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8504,12 +8681,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8534,21 +8711,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8558,12 +8735,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8588,21 +8765,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8612,12 +8789,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -9197,21 +9374,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9221,12 +9398,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9279,21 +9456,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9303,12 +9480,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9361,21 +9538,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9385,12 +9562,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9443,21 +9620,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9467,12 +9644,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10382,21 +10559,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10406,12 +10583,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10464,21 +10641,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10488,12 +10665,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10546,21 +10723,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10570,12 +10747,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10628,21 +10805,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10652,12 +10829,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -12797,7 +12974,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         u32,
                         4,
                       >(__q0 as *mut u32, __v);
-                    } else {
+                    } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 256usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              256i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 256usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              256i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 256usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      })
+                    {
                       let mut __i: usize = 0;
                       while __i < 8 {
                         if <bool as ::kernel_std::__private::device::Int>::and(
@@ -12888,9 +13124,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             2u32,
                             ::core::line!(),
                           ) {
+                            let __w: u32 = if __i < 2 {
+                              __v[0]
+                            } else if __i < 4 {
+                              __v[1]
+                            } else if __i < 6 {
+                              __v[2]
+                            } else {
+                              __v[3]
+                            };
                             ::kernel_std::__private::device::store(
                               __a as *mut u16,
-                              (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                              (__w >> ((__i % 2) * 16)) as u16,
                             );
                           }
                         }
@@ -13099,7 +13344,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13117,7 +13362,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13135,14 +13380,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x28,
+                      __c29,
                     )
                 })
           }
@@ -13273,7 +13518,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13291,7 +13536,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13309,14 +13554,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x31,
+                      __c32,
                     )
                 })
           },
@@ -14141,7 +14386,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14156,7 +14401,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14171,14 +14416,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c35 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x34,
+                    __x33,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x34,
+                      __c35,
                     )
                 })
                 && ((::kernel_std::__private::device::cast::<
@@ -14199,7 +14444,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 256usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ))
+                || {
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c38 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x37,
+                    __x36,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x36,
+                      __c38,
+                    )
+                })
+              {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <bool as ::kernel_std::__private::device::Int>::and(
@@ -14290,9 +14594,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       2u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

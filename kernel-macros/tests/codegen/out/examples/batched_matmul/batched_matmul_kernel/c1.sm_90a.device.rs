@@ -819,6 +819,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
         && (__tmask >> 1u32) & 1 != 0)
       {
@@ -897,38 +898,56 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 127usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 127usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_M,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    if __r <= __jl {
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_M,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  128usize,
+                );
+                let mut __r: usize = (__tid + 224usize) % 256usize;
+                while __r < __nr {
+                  if __r <= __jl {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_M,
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -937,55 +956,39 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                     128i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_M,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_M,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 256usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >((0i32).wrapping_add((__r) as i32))
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
+                          ),
                         ) == __r as i64;
-                    __r += 256usize;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 256usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 224usize) % 256usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 256usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1024,6 +1027,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 128usize {
+                      __j
+                    } else {
+                      128usize
+                    };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 128usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1051,68 +1062,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 127usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 127usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_M,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 224usize) % 256usize;
+                  while __r < __nr {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = false;
+                    }
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__j * 64usize + __r);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_M,
-                      ))
-                    {
-                      __jl -= 1;
+                        ));
+                      __j += 1;
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 224usize) % 256usize;
-                    while __r < __nr {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__j * 64usize + __r);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 256usize;
-                    }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1222,120 +1245,122 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 224usize) % 256usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  128usize,
+                );
+                let mut __r: usize = (__tid + 224usize) % 256usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    __ok = __ok
+                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
                       ),
-                      __p_M,
-                    ) {
-                      __ok = __ok
-                        && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                      let __v0: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
-                        ),
-                      );
-                      let __v1: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 63usize);
-                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
                             ),
-                            __p_stride_am,
+                            __p_M,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
+                          __p_stride_am,
                         ),
-                      );
-                      __ok = __ok
-                        && (0i64)
-                          .wrapping_add(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(__p_stride_ak)
-                              .wrapping_mul(1i64),
-                          ) == 1i64 && __v1 - __v0 == 63i64
-                        && __v0 == __tO + (__r as i64) * __tW;
-                    }
-                    __r += 256usize;
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 63usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && (0i64)
+                        .wrapping_add(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(__p_stride_ak)
+                            .wrapping_mul(1i64),
+                        ) == 1i64 && __v1 - __v0 == 63i64
+                      && __v0 == __tO + (__r as i64) * __tW;
                   }
-                  __ok
-                });
+                  __r += 256usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1375,6 +1400,43 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && {
+                          let __x15 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x16 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __je - 1);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x16,
+                            __x15,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x16,
+                              __c17,
+                            )
+                        };
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1402,65 +1464,106 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      128usize,
-                    );
-                    let mut __r: usize = (__tid + 224usize) % 256usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 64usize;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    128usize,
+                  );
+                  let mut __r: usize = (__tid + 224usize) % 256usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_M,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __j);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_M,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = __mz
+                          && {
+                            let __x18 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __x19 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            );
+                            <i32 as ::kernel_std::__private::device::Num>::ge(
+                              __x19,
+                              __x18,
+                            )
+                              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                __x19,
+                                __c20,
+                              )
+                          };
                       }
-                      __r += 256usize;
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                            ),
+                          ));
+                        __j += 1;
+                      }
                     }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1543,51 +1646,69 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 256usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 256usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  128usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 256usize;
+                while __r < __nr {
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_N,
+                  ) {
+                    __ok = __ok
+                      && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
                     __ok = __ok
                       && ::kernel_std::__private::device::cast::<
                         i32,
                         i64,
-                      >((0i32).wrapping_add((__r) as i32))
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_9,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_N,
+                          ),
+                        )
                         .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
-                        ) == __r as i64;
-                    __r += 256usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__r) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      __ok = __ok
-                        && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1596,37 +1717,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                     128i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 256usize;
+                          ),
+                        ) == __r as i64;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 256usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1665,6 +1770,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1692,64 +1801,72 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      128usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 256usize;
-                    while __r < __nr {
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    128usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 256usize;
+                  while __r < __nr {
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_N,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__j * 128usize + __r);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = false;
+                      }
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__j * 128usize + __r);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            ),
+                          ));
+                        __j += 1;
                       }
-                      __r += 256usize;
                     }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1908,87 +2025,123 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 127usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 127usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_N,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 256usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 128usize;
-                    let __v0: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_9,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 256usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 128usize;
+                  let __v0: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                            __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          __p_stride_bn,
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                    );
-                    let __v1: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __jl);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
+                    ),
+                  );
+                  let __v1: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __jl);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
                             ),
-                          __p_stride_bk,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __jl);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_bn,
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && (0i64)
+                      .wrapping_add(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(__p_stride_bn)
+                          .wrapping_mul(1i64),
+                      ) == 1i64
+                    && ((0i64).wrapping_add(1i64) == 1i64
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2007,24 +2160,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                             __p_N,
                           ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    );
-                    __ok = __ok
-                      && (0i64)
-                        .wrapping_add(
+                        )
+                        .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >(__p_stride_bn)
-                            .wrapping_mul(1i64),
-                        ) == 1i64
-                      && ((0i64).wrapping_add(1i64) == 1i64
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2036,44 +2177,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
-                      && __v0 == __tO + (__r as i64) * __tW;
-                    __r += 256usize;
-                  }
-                  __ok
-                });
+                          ),
+                        ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
+                    && __v0 == __tO + (__r as i64) * __tW;
+                  __r += 256usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -2113,6 +2232,32 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 128usize {
+                      __j
+                    } else {
+                      128usize
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                    }
                     while __j < 128usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2140,69 +2285,99 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 127usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 127usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_N,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 256usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 128usize;
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_N,
-                      ))
-                    {
-                      __jl -= 1;
+                        );
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 256usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 128usize;
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __j);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 256usize;
+                          ),
+                        ));
+                      __j += 1;
                     }
-                    __ok
-                  });
+                    __r += 256usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -2221,21 +2396,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2245,12 +2420,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 256usize;
@@ -2267,21 +2442,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2291,12 +2466,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 256usize;
@@ -2315,21 +2490,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2339,12 +2514,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 256usize;
@@ -2362,21 +2537,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2386,12 +2561,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 256usize;
@@ -2539,7 +2714,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2682,21 +2859,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       if __c < 1024usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2706,12 +2883,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __sp = __smem
@@ -2773,21 +2950,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       if __c < 1024usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2797,12 +2974,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6205,21 +6382,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6229,12 +6406,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6259,21 +6436,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6283,12 +6460,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6313,21 +6490,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6337,12 +6514,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6367,21 +6544,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6391,12 +6568,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6830,21 +7007,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6854,12 +7031,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6884,21 +7061,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6908,12 +7085,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6938,21 +7115,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6962,12 +7139,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6992,21 +7169,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7016,12 +7193,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7445,21 +7622,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7469,12 +7646,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -7527,21 +7704,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7551,12 +7728,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -7609,21 +7786,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7633,12 +7810,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -7691,21 +7868,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7715,12 +7892,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8350,21 +8527,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8374,12 +8551,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8432,21 +8609,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8456,12 +8633,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8514,21 +8691,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8538,12 +8715,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8596,21 +8773,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8620,12 +8797,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10187,7 +10364,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         u32,
                         4,
                       >(__q0 as *mut u32, __v);
-                    } else {
+                    } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      })
+                    {
                       let mut __i: usize = 0;
                       while __i < 8 {
                         if <bool as ::kernel_std::__private::device::Int>::and(
@@ -10278,9 +10514,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             2u32,
                             ::core::line!(),
                           ) {
+                            let __w: u32 = if __i < 2 {
+                              __v[0]
+                            } else if __i < 4 {
+                              __v[1]
+                            } else if __i < 6 {
+                              __v[2]
+                            } else {
+                              __v[3]
+                            };
                             ::kernel_std::__private::device::store(
                               __a as *mut u16,
-                              (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                              (__w >> ((__i % 2) * 16)) as u16,
                             );
                           }
                         }
@@ -10495,7 +10740,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10513,7 +10758,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10531,14 +10776,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x28,
+                      __c29,
                     )
                 })
           }
@@ -10669,7 +10914,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10687,7 +10932,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10705,14 +10950,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x31,
+                      __c32,
                     )
                 })
           },
@@ -11232,7 +11477,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11247,7 +11492,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11262,14 +11507,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c35 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x34,
+                    __x33,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x34,
+                      __c35,
                     )
                 })
                 && ((::kernel_std::__private::device::cast::<
@@ -11290,7 +11535,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ))
+                || {
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c38 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x37,
+                    __x36,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x36,
+                      __c38,
+                    )
+                })
+              {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <bool as ::kernel_std::__private::device::Int>::and(
@@ -11381,9 +11685,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       2u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

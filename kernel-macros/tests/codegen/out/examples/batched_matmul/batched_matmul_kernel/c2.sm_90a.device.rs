@@ -787,6 +787,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
         && (__tmask >> 1u32) & 1 != 0)
       {
@@ -865,38 +866,56 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 63usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 63usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_M,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    if __r <= __jl {
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_M,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  if __r <= __jl {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_M,
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -905,55 +924,39 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_M,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_M,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 128usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >((0i32).wrapping_add((__r) as i32))
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
+                          ),
                         ) == __r as i64;
-                    __r += 128usize;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 128usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -992,6 +995,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1019,68 +1026,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 63usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 63usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_M,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 128usize;
+                  while __r < __nr {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = false;
+                    }
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__j * 64usize + __r);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_M,
-                      ))
-                    {
-                      __jl -= 1;
+                        ));
+                      __j += 1;
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 128usize;
-                    while __r < __nr {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__j * 64usize + __r);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 128usize;
-                    }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1190,120 +1209,122 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    __ok = __ok
+                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
                       ),
-                      __p_M,
-                    ) {
-                      __ok = __ok
-                        && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                      let __v0: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
-                        ),
-                      );
-                      let __v1: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 63usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
                             ),
-                            __p_stride_am,
+                            __p_M,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
+                          __p_stride_am,
                         ),
-                      );
-                      __ok = __ok
-                        && (0i64)
-                          .wrapping_add(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(__p_stride_ak)
-                              .wrapping_mul(1i64),
-                          ) == 1i64 && __v1 - __v0 == 63i64
-                        && __v0 == __tO + (__r as i64) * __tW;
-                    }
-                    __r += 128usize;
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 63usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && (0i64)
+                        .wrapping_add(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(__p_stride_ak)
+                            .wrapping_mul(1i64),
+                        ) == 1i64 && __v1 - __v0 == 63i64
+                      && __v0 == __tO + (__r as i64) * __tW;
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1343,6 +1364,43 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && {
+                          let __x15 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x16 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __je - 1);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x16,
+                            __x15,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x16,
+                              __c17,
+                            )
+                        };
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1370,65 +1428,106 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 128usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 64usize;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_M,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __j);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_M,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = __mz
+                          && {
+                            let __x18 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __x19 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            );
+                            <i32 as ::kernel_std::__private::device::Num>::ge(
+                              __x19,
+                              __x18,
+                            )
+                              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                __x19,
+                                __c20,
+                              )
+                          };
                       }
-                      __r += 128usize;
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                            ),
+                          ));
+                        __j += 1;
+                      }
                     }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1511,51 +1610,69 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 128usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  128usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_N,
+                  ) {
+                    __ok = __ok
+                      && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
                     __ok = __ok
                       && ::kernel_std::__private::device::cast::<
                         i32,
                         i64,
-                      >((0i32).wrapping_add((__r) as i32))
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_9,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_N,
+                          ),
+                        )
                         .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
-                        ) == __r as i64;
-                    __r += 128usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    128usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__r) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      __ok = __ok
-                        && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1564,37 +1681,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                     128i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 128usize;
+                          ),
+                        ) == __r as i64;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1633,6 +1734,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1660,64 +1765,72 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      128usize,
-                    );
-                    let mut __r: usize = (__tid + 32usize) % 128usize;
-                    while __r < __nr {
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    128usize,
+                  );
+                  let mut __r: usize = (__tid + 32usize) % 128usize;
+                  while __r < __nr {
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_N,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__j * 128usize + __r);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = false;
+                      }
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__j * 128usize + __r);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            ),
+                          ));
+                        __j += 1;
                       }
-                      __r += 128usize;
                     }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1876,87 +1989,123 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 127usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 127usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_N,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 128usize;
-                    let __v0: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_9,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 128usize;
+                  let __v0: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                            __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          __p_stride_bn,
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                    );
-                    let __v1: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __jl);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
+                    ),
+                  );
+                  let __v1: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __jl);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
                             ),
-                          __p_stride_bk,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __jl);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_bn,
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && (0i64)
+                      .wrapping_add(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(__p_stride_bn)
+                          .wrapping_mul(1i64),
+                      ) == 1i64
+                    && ((0i64).wrapping_add(1i64) == 1i64
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1975,24 +2124,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                             __p_N,
                           ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    );
-                    __ok = __ok
-                      && (0i64)
-                        .wrapping_add(
+                        )
+                        .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >(__p_stride_bn)
-                            .wrapping_mul(1i64),
-                        ) == 1i64
-                      && ((0i64).wrapping_add(1i64) == 1i64
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2004,44 +2141,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
-                      && __v0 == __tO + (__r as i64) * __tW;
-                    __r += 128usize;
-                  }
-                  __ok
-                });
+                          ),
+                        ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
+                    && __v0 == __tO + (__r as i64) * __tW;
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -2081,6 +2196,32 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 128usize {
+                      __j
+                    } else {
+                      128usize
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                    }
                     while __j < 128usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2108,69 +2249,99 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 127usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 127usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_N,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 32usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 128usize;
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_N,
-                      ))
-                    {
-                      __jl -= 1;
+                        );
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 32usize) % 128usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 128usize;
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __j);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 128usize;
+                          ),
+                        ));
+                      __j += 1;
                     }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -2189,21 +2360,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2213,12 +2384,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 128usize;
@@ -2235,21 +2406,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2259,12 +2430,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 128usize;
@@ -2283,21 +2454,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2307,12 +2478,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 128usize;
@@ -2330,21 +2501,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2354,12 +2525,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 128usize;
@@ -2507,7 +2678,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2647,21 +2820,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       if __c < 512usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2671,12 +2844,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __sp = __smem
@@ -2738,21 +2911,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       if __c < 512usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2762,12 +2935,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7546,21 +7719,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7570,12 +7743,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7600,21 +7773,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7624,12 +7797,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7654,21 +7827,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7678,12 +7851,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7708,21 +7881,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7732,12 +7905,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8327,21 +8500,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8351,12 +8524,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8381,21 +8554,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8405,12 +8578,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8435,21 +8608,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8459,12 +8632,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -8489,21 +8662,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8513,12 +8686,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -9098,21 +9271,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9122,12 +9295,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9180,21 +9353,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9204,12 +9377,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9262,21 +9435,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9286,12 +9459,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9344,21 +9517,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9368,12 +9541,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10283,21 +10456,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10307,12 +10480,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10365,21 +10538,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10389,12 +10562,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10447,21 +10620,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10471,12 +10644,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -10529,21 +10702,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -10553,12 +10726,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -12385,7 +12558,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         u32,
                         4,
                       >(__q0 as *mut u32, __v);
-                    } else {
+                    } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      })
+                    {
                       let mut __i: usize = 0;
                       while __i < 8 {
                         if <bool as ::kernel_std::__private::device::Int>::and(
@@ -12476,9 +12708,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             2u32,
                             ::core::line!(),
                           ) {
+                            let __w: u32 = if __i < 2 {
+                              __v[0]
+                            } else if __i < 4 {
+                              __v[1]
+                            } else if __i < 6 {
+                              __v[2]
+                            } else {
+                              __v[3]
+                            };
                             ::kernel_std::__private::device::store(
                               __a as *mut u16,
-                              (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                              (__w >> ((__i % 2) * 16)) as u16,
                             );
                           }
                         }
@@ -12678,7 +12919,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12696,7 +12937,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12714,14 +12955,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x28,
+                      __c29,
                     )
                 })
           }
@@ -12852,7 +13093,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12870,7 +13111,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12888,14 +13129,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x31,
+                      __c32,
                     )
                 })
           },
@@ -13415,7 +13656,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13430,7 +13671,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13445,14 +13686,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c35 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x34,
+                    __x33,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x34,
+                      __c35,
                     )
                 })
                 && ((::kernel_std::__private::device::cast::<
@@ -13473,7 +13714,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ))
+                || {
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c38 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x37,
+                    __x36,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x36,
+                      __c38,
+                    )
+                })
+              {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <bool as ::kernel_std::__private::device::Int>::and(
@@ -13564,9 +13864,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       2u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

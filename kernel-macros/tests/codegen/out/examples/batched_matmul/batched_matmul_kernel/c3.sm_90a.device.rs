@@ -775,6 +775,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
         && (__tmask >> 1u32) & 1 != 0)
       {
@@ -853,38 +854,56 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 63usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 63usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_M,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    if __r <= __jl {
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_M,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  if __r <= __jl {
+                    __ok = __ok
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_M,
+                          ),
+                        )
+                        .wrapping_sub(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -893,55 +912,39 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_M,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_M,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 128usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >((0i32).wrapping_add((__r) as i32))
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
+                          ),
                         ) == __r as i64;
-                    __r += 128usize;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 128usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -980,6 +983,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1007,68 +1014,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 63usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 63usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_M,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 128usize;
+                  while __r < __nr {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = false;
+                    }
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__j * 64usize + __r);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_M,
-                      ))
-                    {
-                      __jl -= 1;
+                        ));
+                      __j += 1;
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 128usize;
-                    while __r < __nr {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__j * 64usize + __r);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 128usize;
-                    }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1178,120 +1197,122 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    __ok = __ok
+                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                    let __v0: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
                       ),
-                      __p_M,
-                    ) {
-                      __ok = __ok
-                        && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                      let __v0: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                    );
+                    let __v1: i64 = ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
-                        ),
-                      );
-                      let __v1: i64 = ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 63usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 63usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
                             ),
-                            __p_stride_am,
+                            __p_M,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
-                          ),
+                          __p_stride_am,
                         ),
-                      );
-                      __ok = __ok
-                        && (0i64)
-                          .wrapping_add(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(__p_stride_ak)
-                              .wrapping_mul(1i64),
-                          ) == 1i64 && __v1 - __v0 == 63i64
-                        && __v0 == __tO + (__r as i64) * __tW;
-                    }
-                    __r += 128usize;
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 63usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && (0i64)
+                        .wrapping_add(
+                          ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >(__p_stride_ak)
+                            .wrapping_mul(1i64),
+                        ) == 1i64 && __v1 - __v0 == 63i64
+                      && __v0 == __tO + (__r as i64) * __tW;
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1331,6 +1352,43 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && {
+                          let __x15 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x16 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __je - 1);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x16,
+                            __x15,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x16,
+                              __c17,
+                            )
+                        };
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1358,65 +1416,106 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 96usize) % 128usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 64usize;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 96usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_M,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __j);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_M,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = __mz
+                          && {
+                            let __x18 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __x19 = (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              );
+                            let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            );
+                            <i32 as ::kernel_std::__private::device::Num>::ge(
+                              __x19,
+                              __x18,
+                            )
+                              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                __x19,
+                                __c20,
+                              )
+                          };
                       }
-                      __r += 128usize;
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                            ),
+                          ));
+                        __j += 1;
+                      }
                     }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1499,51 +1598,69 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  __ok = __ok
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__r) as i32))
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >((0i32).wrapping_add((0usize) as i32)),
+                      ) == __r as i64;
+                  __r += 128usize;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_N,
+                  ) {
+                    __ok = __ok
+                      && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
                     __ok = __ok
                       && ::kernel_std::__private::device::cast::<
                         i32,
                         i64,
-                      >((0i32).wrapping_add((__r) as i32))
+                      >(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_9,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                            __p_N,
+                          ),
+                        )
                         .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >((0i32).wrapping_add((0usize) as i32)),
-                        ) == __r as i64;
-                    __r += 128usize;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__r) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      __ok = __ok
-                        && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                      __ok = __ok
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1552,37 +1669,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == __r as i64;
-                    }
-                    __r += 128usize;
+                          ),
+                        ) == __r as i64;
                   }
-                  __ok = __ok && __tO >= i32::MIN as i64
-                    && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                __ok = __ok && __tO >= i32::MIN as i64
+                  && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -1621,6 +1722,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = false;
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1648,64 +1753,72 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 32usize) % 128usize;
-                    while __r < __nr {
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 32usize) % 128usize;
+                  while __r < __nr {
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          (0i32).wrapping_add((__r) as i32),
                         ),
-                        __p_N,
-                      ) {
-                        let __j0: i64 = if __rL + (__r as i64) >= __h {
-                          0
-                        } else {
-                          __w - __cL
-                        };
-                        let mut __j: usize = if __j0 > 0 {
-                          __j0 as usize
-                        } else {
-                          0
-                        };
-                        while __j < 64usize {
-                          __ok = __ok
-                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__j * 64usize + __r);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      let __j0: i64 = if __rL + (__r as i64) >= __h {
+                        0
+                      } else {
+                        __w - __cL
+                      };
+                      let mut __j: usize = if __j0 > 0 {
+                        __j0 as usize
+                      } else {
+                        0
+                      };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = false;
+                      }
+                      while __j < 64usize {
+                        __ok = __ok
+                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__j * 64usize + __r);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_19,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
                               ),
-                            ));
-                          __j += 1;
-                        }
+                            ),
+                          ));
+                        __j += 1;
                       }
-                      __r += 128usize;
                     }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1864,87 +1977,123 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 63usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 63usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_N,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    let __v0: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_9,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  let __v0: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                            __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
                           ),
-                          __p_stride_bn,
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                    );
-                    let __v1: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __jl);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
+                    ),
+                  );
+                  let __v1: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __jl);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
-                          __p_stride_bk,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __jl);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_bn,
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && (0i64)
+                      .wrapping_add(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(__p_stride_bn)
+                          .wrapping_mul(1i64),
+                      ) == 1i64
+                    && ((0i64).wrapping_add(1i64) == 1i64
+                      && ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1963,24 +2112,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                             __p_N,
                           ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    );
-                    __ok = __ok
-                      && (0i64)
-                        .wrapping_add(
+                        )
+                        .wrapping_sub(
                           ::kernel_std::__private::device::cast::<
                             i32,
                             i64,
-                          >(__p_stride_bn)
-                            .wrapping_mul(1i64),
-                        ) == 1i64
-                      && ((0i64).wrapping_add(1i64) == 1i64
-                        && ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                          >(
                             <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1992,44 +2129,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
                               __p_N,
                             ),
-                          )
-                          .wrapping_sub(
-                            ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
-                      && __v0 == __tO + (__r as i64) * __tW;
-                    __r += 128usize;
-                  }
-                  __ok
-                });
+                          ),
+                        ) == (__jl as i64)) && __v1 - __v0 == (__jl as i64)
+                    && __v0 == __tO + (__r as i64) * __tW;
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
             __ok
           }
@@ -2069,6 +2184,28 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     } else {
                       0
                     };
+                    let __je: usize = if __j < 64usize { __j } else { 64usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                    }
                     while __j < 64usize {
                       __ok = __ok
                         && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2096,69 +2233,99 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   __ok
                 };
               if !__strict {
-                __ok = __ok
-                  && ::kernel_std::__private::device::outline(move || {
-                    let mut __ok: bool = true;
-                    let mut __jl: usize = 63usize;
-                    while __jl > 0
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                {
+                  let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                  let mut __jl: usize = 63usize;
+                  while __jl > 0
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__jl) as i32),
+                      ),
+                      __p_N,
+                    ))
+                  {
+                    __jl -= 1;
+                  }
+                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                    64usize,
+                  );
+                  let mut __r: usize = (__tid + 32usize) % 128usize;
+                  while __r < __nr {
+                    let __f0: usize = __r * 64usize;
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < __jl + 1 {
+                      __j
+                    } else {
+                      __jl + 1
+                    };
+                    if __je > 0 {
+                      __mz = __mz
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
                             ),
                           ),
-                          (0i32).wrapping_add((__jl) as i32),
-                        ),
-                        __p_N,
-                      ))
-                    {
-                      __jl -= 1;
+                        );
                     }
-                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                      64usize,
-                    );
-                    let mut __r: usize = (__tid + 32usize) % 128usize;
-                    while __r < __nr {
-                      let __f0: usize = __r * 64usize;
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < __jl + 1 {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __j);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                    while __j < __jl + 1 {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          ));
-                        __j += 1;
-                      }
-                      __r += 128usize;
+                          ),
+                        ));
+                      __j += 1;
                     }
-                    __ok
-                  });
+                    __r += 128usize;
+                  }
+                  (__ok, __mz)
+                });
+                __ok = __ok && __dok;
+                __mz = __dmz;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -2177,21 +2344,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2201,12 +2368,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 128usize;
@@ -2223,21 +2390,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && ({
-                let __x12 = (0i32)
+                let __x21 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __x13 = (0i32)
+                let __x22 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 63usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   );
-                let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_19,
@@ -2247,12 +2414,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x22,
+                    __c23,
                   )
               });
             __r += 128usize;
@@ -2271,21 +2438,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2295,12 +2462,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 128usize;
@@ -2318,21 +2485,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && ({
-                  let __x12 = (0i32)
+                  let __x21 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __x13 = (0i32)
+                  let __x22 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 63usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     );
-                  let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c23 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_19,
@@ -2342,12 +2509,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x22,
+                      __c23,
                     )
                 });
               __r += 128usize;
@@ -2495,7 +2662,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2635,21 +2804,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       if __c < 512usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2659,12 +2828,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __sp = __smem
@@ -2726,21 +2895,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       if __c < 512usize {
                         let __f0: usize = __c * 8;
                         if !({
-                          let __x9 = (0i32)
+                          let __x12 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __x10 = (0i32)
+                          let __x13 = (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               k_19,
@@ -2750,12 +2919,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           );
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
+                            __x13,
+                            __x12,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
+                              __x13,
+                              __c14,
                             )
                         }) {
                           let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6104,21 +6273,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6128,12 +6297,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6158,21 +6327,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6182,12 +6351,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6212,21 +6381,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6236,12 +6405,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6266,21 +6435,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6290,12 +6459,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6726,21 +6895,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6750,12 +6919,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6780,21 +6949,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[1usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6804,12 +6973,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6834,21 +7003,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[2usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6858,12 +7027,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6888,21 +7057,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       );
                       let __so: usize = __dst + __so0[3usize] as usize;
                       if {
-                        let __x9 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x10 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -6912,12 +7081,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __x9,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x10,
-                            __c11,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -7338,21 +7507,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7362,12 +7531,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -7420,21 +7589,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7444,12 +7613,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -7502,21 +7671,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7526,12 +7695,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -7584,21 +7753,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7608,12 +7777,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8228,21 +8397,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8252,12 +8421,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8310,21 +8479,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8334,12 +8503,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8392,21 +8561,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8416,12 +8585,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -8474,21 +8643,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x15 = (0i32)
+                        let __x24 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x16 = (0i32)
+                        let __x25 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8498,12 +8667,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x25,
+                          __x24,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x25,
+                            __c26,
                           )
                       }
                         && (__inb0
@@ -9883,7 +10052,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         u32,
                         4,
                       >(__q0 as *mut u32, __v);
-                    } else {
+                    } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      })
+                    {
                       let mut __i: usize = 0;
                       while __i < 8 {
                         if <bool as ::kernel_std::__private::device::Int>::and(
@@ -9974,9 +10202,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             2u32,
                             ::core::line!(),
                           ) {
+                            let __w: u32 = if __i < 2 {
+                              __v[0]
+                            } else if __i < 4 {
+                              __v[1]
+                            } else if __i < 6 {
+                              __v[2]
+                            } else {
+                              __v[3]
+                            };
                             ::kernel_std::__private::device::store(
                               __a as *mut u16,
-                              (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                              (__w >> ((__i % 2) * 16)) as u16,
                             );
                           }
                         }
@@ -10176,7 +10413,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10194,7 +10431,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10212,14 +10449,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x28,
+                      __c29,
                     )
                 })
           }
@@ -10350,7 +10587,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10368,7 +10605,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10386,14 +10623,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x31,
+                      __c32,
                     )
                 })
           },
@@ -10761,7 +10998,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10776,7 +11013,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10791,14 +11028,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c35 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x34,
+                    __x33,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x34,
+                      __c35,
                     )
                 })
                 && ((::kernel_std::__private::device::cast::<
@@ -10819,7 +11056,66 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ))
+                || {
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c38 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x37,
+                    __x36,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x36,
+                      __c38,
+                    )
+                })
+              {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <bool as ::kernel_std::__private::device::Int>::and(
@@ -10910,9 +11206,18 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       2u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

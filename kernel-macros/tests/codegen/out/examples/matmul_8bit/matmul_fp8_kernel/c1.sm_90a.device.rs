@@ -4313,21 +4313,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4337,12 +4337,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -4367,21 +4367,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4391,12 +4391,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -4421,21 +4421,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4445,12 +4445,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -4475,21 +4475,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -4499,12 +4499,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5361,21 +5361,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5385,12 +5385,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5415,21 +5415,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5439,12 +5439,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5469,21 +5469,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5493,12 +5493,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -5523,21 +5523,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x9 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x10 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -5547,12 +5547,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_8(
@@ -6101,21 +6101,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6125,12 +6125,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -6175,21 +6175,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6199,12 +6199,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -6249,21 +6249,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6273,12 +6273,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -6323,21 +6323,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6347,12 +6347,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -7433,21 +7433,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7457,12 +7457,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -7507,21 +7507,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7531,12 +7531,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -7581,21 +7581,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7605,12 +7605,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -7655,21 +7655,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if !({
-                      let __x12 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x13 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7679,12 +7679,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x16,
+                          __c17,
                         )
                     }
                       && (__inb0
@@ -8581,7 +8581,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8599,7 +8599,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8617,14 +8617,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x19,
+                      __c20,
                     )
                 })
           }
@@ -8755,7 +8755,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8773,7 +8773,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8791,14 +8791,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x22,
+                      __c23,
                     )
                 })
           },
@@ -9318,7 +9318,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9333,7 +9333,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9348,14 +9348,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x25,
+                      __c26,
                     )
                 })
                 && ((::kernel_std::__private::device::cast::<
@@ -9376,7 +9376,66 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   u32,
                   4,
                 >(__q0 as *mut u32, __v);
-              } else {
+              } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ))
+                || {
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c29 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x28,
+                    __x27,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x27,
+                      __c29,
+                    )
+                })
+              {
                 let mut __i: usize = 0;
                 while __i < 8 {
                   if <bool as ::kernel_std::__private::device::Int>::and(
@@ -9467,9 +9526,18 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       2u32,
                       ::core::line!(),
                     ) {
+                      let __w: u32 = if __i < 2 {
+                        __v[0]
+                      } else if __i < 4 {
+                        __v[1]
+                      } else if __i < 6 {
+                        __v[2]
+                      } else {
+                        __v[3]
+                      };
                       ::kernel_std::__private::device::store(
                         __a as *mut u16,
-                        (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                        (__w >> ((__i % 2) * 16)) as u16,
                       );
                     }
                   }

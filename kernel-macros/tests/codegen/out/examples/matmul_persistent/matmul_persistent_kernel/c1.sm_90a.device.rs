@@ -916,6 +916,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
               __pi += 1;
             }
           }
+          let mut __mz: bool = true;
           let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
             && (__tmask >> 1u32) & 1 != 0)
           {
@@ -1022,47 +1023,69 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let mut __jl: usize = 127usize;
-                      while __jl > 0
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_11,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let mut __jl: usize = 127usize;
+                    while __jl > 0
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_11,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
                             ),
-                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                          __p_M,
-                        ))
-                      {
-                        __jl -= 1;
-                      }
-                      __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        128usize,
-                      );
-                      let mut __r: usize = (__tid + 224usize) % 256usize;
-                      while __r < __nr {
-                        if __r <= __jl {
-                          __ok = __ok
-                            && ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >({
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          (0i32).wrapping_add((__jl) as i32),
+                        ),
+                        __p_M,
+                      ))
+                    {
+                      __jl -= 1;
+                    }
+                    __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 224usize) % 256usize;
+                    while __r < __nr {
+                      if __r <= __jl {
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32).wrapping_add((__r) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_m_13,
                                   (0i32).wrapping_add((__r) as i32),
+                                ),
+                                __p_M,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            })
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >({
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32).wrapping_add((0usize) as i32),
                                 );
                                 let __wb = (0i32);
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
-                                    (0i32).wrapping_add((__r) as i32),
+                                    (0i32).wrapping_add((0usize) as i32),
                                   ),
                                   __p_M,
                                 ) {
@@ -1070,43 +1093,36 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 } else {
                                   __wb
                                 }
-                              })
-                              .wrapping_sub(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >({
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_m_13,
-                                    (0i32).wrapping_add((0usize) as i32),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32).wrapping_add((0usize) as i32),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                }),
-                              ) == __r as i64;
-                        }
-                        __r += 256usize;
+                              }),
+                            ) == __r as i64;
                       }
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 224usize) % 256usize;
-                      while __r < __nr {
-                        __ok = __ok
-                          && ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
+                      __r += 256usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 224usize) % 256usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32),
@@ -1114,31 +1130,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
-                            )
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                              ),
-                            ) == __r as i64;
-                        __r += 256usize;
-                      }
-                      __ok = __ok && __tO >= i32::MIN as i64
-                        && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
-                      __ok
-                    });
+                            ),
+                          ) == __r as i64;
+                      __r += 256usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1177,6 +1180,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 128usize {
+                          __j
+                        } else {
+                          128usize
+                        };
+                        if __je > 0 {
+                          __mz = false;
+                        }
                         while __j < 128usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1204,68 +1215,80 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let mut __jl: usize = 127usize;
-                        while __jl > 0
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_11,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let mut __jl: usize = 127usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_M,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        let __je: usize = if __j < __jl + 1 {
+                          __j
+                        } else {
+                          __jl + 1
+                        };
+                        if __je > 0 {
+                          __mz = false;
+                        }
+                        while __j < __jl + 1 {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 64usize + __r);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
                                 ),
                               ),
-                              (0i32).wrapping_add((__jl) as i32),
-                            ),
-                            __p_M,
-                          ))
-                        {
-                          __jl -= 1;
+                            ));
+                          __j += 1;
                         }
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 224usize) % 256usize;
-                        while __r < __nr {
-                          let __j0: i64 = if __rL + (__r as i64) >= __h {
-                            0
-                          } else {
-                            __w - __cL
-                          };
-                          let mut __j: usize = if __j0 > 0 {
-                            __j0 as usize
-                          } else {
-                            0
-                          };
-                          while __j < __jl + 1 {
-                            __ok = __ok
-                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__j * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                ),
-                              ));
-                            __j += 1;
-                          }
-                          __r += 256usize;
-                        }
-                        __ok
-                      });
+                        __r += 256usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -1415,37 +1438,49 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        128usize,
-                      );
-                      let mut __r: usize = (__tid + 224usize) % 256usize;
-                      while __r < __nr {
-                        let __f0: usize = __r * 64usize;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 224usize) % 256usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 64usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_11,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__r) as i32),
+                        ),
+                        __p_M,
+                      ) {
+                        __ok = __ok
+                          && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                        let __v0: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_11,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_M,
-                        ) {
-                          __ok = __ok
-                            && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                          let __v0: i64 = ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                {
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
                                     (0i32)
                                       .wrapping_add(
@@ -1454,56 +1489,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                },
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
                                   ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        );
+                        let __v1: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + 63usize);
+                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          );
-                          let __v1: i64 = ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                {
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
                                     (0i32)
                                       .wrapping_add(
@@ -1512,63 +1547,53 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + 63usize);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                },
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 63usize);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_am,
                             ),
-                          );
-                          __ok = __ok
-                            && (0i64)
-                              .wrapping_add(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(__p_stride_ak)
-                                  .wrapping_mul((0i64).wrapping_add(1i64)),
-                              ) == 1i64 && __v1 - __v0 == 63i64
-                            && __v0 == __tO + (__r as i64) * __tW;
-                        }
-                        __r += 256usize;
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 63usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        );
+                        __ok = __ok
+                          && (0i64)
+                            .wrapping_add(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(__p_stride_ak)
+                                .wrapping_mul((0i64).wrapping_add(1i64)),
+                            ) == 1i64 && __v1 - __v0 == 63i64
+                          && __v0 == __tO + (__r as i64) * __tW;
                       }
-                      __ok
-                    });
+                      __r += 256usize;
+                    }
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1608,6 +1633,43 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = __mz
+                            && {
+                              let __x3 = (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                );
+                              let __x4 = (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __je - 1);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                );
+                              let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              );
+                              <i32 as ::kernel_std::__private::device::Num>::ge(
+                                __x4,
+                                __x3,
+                              )
+                                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  __x4,
+                                  __c5,
+                                )
+                            };
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1635,65 +1697,106 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          128usize,
-                        );
-                        let mut __r: usize = (__tid + 224usize) % 256usize;
-                        while __r < __nr {
-                          let __f0: usize = __r * 64usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_11,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 224usize) % 256usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 64usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
                               ),
-                              (0i32).wrapping_add((__r) as i32),
                             ),
-                            __p_M,
-                          ) {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h {
-                              0
-                            } else {
-                              __w - __cL
-                            };
-                            let mut __j: usize = if __j0 > 0 {
-                              __j0 as usize
-                            } else {
-                              0
-                            };
-                            while __j < 64usize {
-                              __ok = __ok
-                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __j);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_M,
+                        ) {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          let __je: usize = if __j < 64usize { __j } else { 64usize };
+                          if __je > 0 {
+                            __mz = __mz
+                              && {
+                                let __x6 = (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  );
+                                let __x7 = (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __je - 1);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  );
+                                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
                                   ),
-                                ));
-                              __j += 1;
-                            }
+                                );
+                                <i32 as ::kernel_std::__private::device::Num>::ge(
+                                  __x7,
+                                  __x6,
+                                )
+                                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    __x7,
+                                    __c8,
+                                  )
+                              };
                           }
-                          __r += 256usize;
+                          while __j < 64usize {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __j);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                ),
+                              ));
+                            __j += 1;
+                          }
                         }
-                        __ok
-                      });
+                        __r += 256usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -1804,19 +1907,34 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 256usize;
-                      while __r < __nr {
-                        __ok = __ok
-                          && ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 256usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32),
@@ -1824,60 +1942,67 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
-                            )
+                            ),
+                          ) == __r as i64;
+                      __r += 256usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 256usize;
+                    while __r < __nr {
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_12,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__r) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ok = __ok
+                          && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32).wrapping_add((__r) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32).wrapping_add((__r) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            })
                             .wrapping_sub(
                               ::kernel_std::__private::device::cast::<
                                 i32,
                                 i64,
-                              >(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                              ),
-                            ) == __r as i64;
-                        __r += 256usize;
-                      }
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        128usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 256usize;
-                      while __r < __nr {
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_12,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_N,
-                        ) {
-                          __ok = __ok
-                            && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                          __ok = __ok
-                            && ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >({
+                              >({
                                 let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_n_14,
-                                  (0i32).wrapping_add((__r) as i32),
+                                  (0i32).wrapping_add((0usize) as i32),
                                 );
                                 let __wb = (0i32);
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_n_14,
-                                    (0i32).wrapping_add((__r) as i32),
+                                    (0i32).wrapping_add((0usize) as i32),
                                   ),
                                   __p_N,
                                 ) {
@@ -1885,37 +2010,17 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 } else {
                                   __wb
                                 }
-                              })
-                              .wrapping_sub(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >({
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32).wrapping_add((0usize) as i32),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_n_14,
-                                      (0i32).wrapping_add((0usize) as i32),
-                                    ),
-                                    __p_N,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                }),
-                              ) == __r as i64;
-                        }
-                        __r += 256usize;
+                              }),
+                            ) == __r as i64;
                       }
-                      __ok = __ok && __tO >= i32::MIN as i64
-                        && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
-                      __ok
-                    });
+                      __r += 256usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1954,6 +2059,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = false;
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1981,64 +2090,72 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          128usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 256usize;
-                        while __r < __nr {
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_12,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
                               ),
-                              (0i32).wrapping_add((__r) as i32),
                             ),
-                            __p_N,
-                          ) {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h {
-                              0
-                            } else {
-                              __w - __cL
-                            };
-                            let mut __j: usize = if __j0 > 0 {
-                              __j0 as usize
-                            } else {
-                              0
-                            };
-                            while __j < 64usize {
-                              __ok = __ok
-                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__j * 128usize + __r);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          let __je: usize = if __j < 64usize { __j } else { 64usize };
+                          if __je > 0 {
+                            __mz = false;
+                          }
+                          while __j < 64usize {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__j * 128usize + __r);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
                                   ),
-                                ));
-                              __j += 1;
-                            }
+                                ),
+                              ));
+                            __j += 1;
                           }
-                          __r += 256usize;
                         }
-                        __ok
-                      });
+                        __r += 256usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -2250,178 +2367,70 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let mut __jl: usize = 127usize;
-                      while __jl > 0
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_12,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let mut __jl: usize = 127usize;
+                    while __jl > 0
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_12,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
                             ),
-                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                          __p_N,
-                        ))
-                      {
-                        __jl -= 1;
-                      }
-                      __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 256usize;
-                      while __r < __nr {
-                        let __f0: usize = __r * 128usize;
-                        let __v0: i64 = ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          (0i32).wrapping_add((__jl) as i32),
+                        ),
+                        __p_N,
+                      ))
+                    {
+                      __jl -= 1;
+                    }
+                    __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 256usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 128usize;
+                      let __v0: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_14,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __wb = (0i32);
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              __p_stride_bn,
-                            ),
-                          ),
-                        );
-                        let __v1: i64 = ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __jl);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_14,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __jl);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __wb = (0i32);
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __jl);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bk,
                           ),
-                        );
-                        __ok = __ok
-                          && (0i64)
-                            .wrapping_add(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(__p_stride_bn)
-                                .wrapping_mul((0i64).wrapping_add(1i64)),
-                            ) == 1i64
-                          && (::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_14,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                                     }) as i32,
                                   ),
-                              ),
-                            )
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_n_14,
                                   (0i32)
@@ -2432,28 +2441,43 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                       }) as i32,
                                     ),
                                 ),
-                              ),
-                            )
-                            == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
-                          && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
-                            ) == (0i64).wrapping_mul((__jl as i64)))
-                          && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      let __v1: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_14,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_N,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_14,
                                 (0i32)
                                   .wrapping_add(
@@ -2462,14 +2486,109 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                                     }) as i32,
                                   ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __jl);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      __ok = __ok
+                        && (0i64)
+                          .wrapping_add(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(__p_stride_bn)
+                              .wrapping_mul((0i64).wrapping_add(1i64)),
+                          ) == 1i64
+                        && (::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_N,
-                            )) && __v1 - __v0 == (__jl as i64)
-                          && __v0 == __tO + (__r as i64) * __tW;
-                        __r += 256usize;
-                      }
-                      __ok
-                    });
+                            ),
+                          )
+                          == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
+                        && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                          ) == (0i64).wrapping_mul((__jl as i64)))
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_14,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )) && __v1 - __v0 == (__jl as i64)
+                        && __v0 == __tO + (__r as i64) * __tW;
+                      __r += 256usize;
+                    }
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -2509,6 +2628,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 128usize {
+                          __j
+                        } else {
+                          128usize
+                        };
+                        if __je > 0 {
+                          __mz = __mz
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                        }
                         while __j < 128usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2536,69 +2681,99 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let mut __jl: usize = 127usize;
-                        while __jl > 0
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_12,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let mut __jl: usize = 127usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_N,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 256usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 128usize;
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        let __je: usize = if __j < __jl + 1 {
+                          __j
+                        } else {
+                          __jl + 1
+                        };
+                        if __je > 0 {
+                          __mz = __mz
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
                                 ),
                               ),
-                              (0i32).wrapping_add((__jl) as i32),
-                            ),
-                            __p_N,
-                          ))
-                        {
-                          __jl -= 1;
+                            );
                         }
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 256usize;
-                        while __r < __nr {
-                          let __f0: usize = __r * 128usize;
-                          let __j0: i64 = if __rL + (__r as i64) >= __h {
-                            0
-                          } else {
-                            __w - __cL
-                          };
-                          let mut __j: usize = if __j0 > 0 {
-                            __j0 as usize
-                          } else {
-                            0
-                          };
-                          while __j < __jl + 1 {
-                            __ok = __ok
-                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                        while __j < __jl + 1 {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              ));
-                            __j += 1;
-                          }
-                          __r += 256usize;
+                              ),
+                            ));
+                          __j += 1;
                         }
-                        __ok
-                      });
+                        __r += 256usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -2618,21 +2793,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                 let __f0: usize = __r * 64usize;
                 __mall = __mall
                   && ({
-                    let __x3 = (0i32)
+                    let __x9 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x10 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ki_22,
@@ -2642,12 +2817,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x10,
+                      __x9,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x10,
+                        __c11,
                       )
                   });
                 __r += 256usize;
@@ -2665,21 +2840,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                 let __f0: usize = __r * 64usize;
                 __mall = __mall
                   && ({
-                    let __x3 = (0i32)
+                    let __x9 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x10 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ki_22,
@@ -2689,12 +2864,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x10,
+                      __x9,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x10,
+                        __c11,
                       )
                   });
                 __r += 256usize;
@@ -2713,21 +2888,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                   let __f0: usize = __r * 64usize;
                   __mmid = __mmid
                     && ({
-                      let __x3 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 63usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ki_22,
@@ -2737,12 +2912,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x10,
+                          __c11,
                         )
                     });
                   __r += 256usize;
@@ -2760,21 +2935,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                   let __f0: usize = __r * 64usize;
                   __mmid = __mmid
                     && ({
-                      let __x3 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 63usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ki_22,
@@ -2784,12 +2959,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x10,
+                          __c11,
                         )
                     });
                   __r += 256usize;
@@ -2939,7 +3114,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
           let __tma_go: bool = ::kernel_std::__private::device::bar_and(
             true && __tok0 && __tok1,
           );
-          let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+          let __nofix: bool = ::kernel_std::__private::device::bar_and(
+            __mall || (__mmid && __mz),
+          );
           let __fixlast: bool = ::kernel_std::__private::device::bar_and(
             __mmid,
           );
@@ -9222,21 +9399,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9246,12 +9423,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -9304,21 +9481,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9328,12 +9505,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -9386,21 +9563,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9410,12 +9587,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -9468,21 +9645,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9492,12 +9669,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10167,21 +10344,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10191,12 +10368,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10249,21 +10426,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10273,12 +10450,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10331,21 +10508,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10355,12 +10532,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10413,21 +10590,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10437,12 +10614,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -11256,7 +11433,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __p_M,
                   )
                     && {
-                      let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11274,7 +11451,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             }) as i32,
                           ),
                       );
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11292,14 +11469,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             }) as i32,
                           ),
                       );
-                      let __c11 = __p_N;
+                      let __c17 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x16,
+                          __c17,
                         )
                     })
               }
@@ -11433,7 +11610,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __p_M,
                   )
                     && {
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11451,7 +11628,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             }) as i32,
                           ),
                       );
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11469,14 +11646,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             }) as i32,
                           ),
                       );
-                      let __c14 = __p_N;
+                      let __c20 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x19,
+                          __c20,
                         )
                     })
               },
@@ -11997,7 +12174,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     __p_M,
                   )
                     && {
-                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12012,7 +12189,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             }) as i32,
                           ),
                       );
-                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12027,14 +12204,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             }) as i32,
                           ),
                       );
-                      let __c17 = __p_N;
+                      let __c23 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x16,
-                        __x15,
+                        __x22,
+                        __x21,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x16,
-                          __c17,
+                          __x22,
+                          __c23,
                         )
                     })
                     && ((::kernel_std::__private::device::cast::<
@@ -12055,7 +12232,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                       u32,
                       4,
                     >(__q0 as *mut u32, __v);
-                  } else {
+                  } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_11,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ))
+                    || {
+                      let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c26 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x25,
+                        __x24,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x24,
+                          __c26,
+                        )
+                    })
+                  {
                     let mut __i: usize = 0;
                     while __i < 8 {
                       if <bool as ::kernel_std::__private::device::Int>::and(
@@ -12146,9 +12382,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                           2u32,
                           ::core::line!(),
                         ) {
+                          let __w: u32 = if __i < 2 {
+                            __v[0]
+                          } else if __i < 4 {
+                            __v[1]
+                          } else if __i < 6 {
+                            __v[2]
+                          } else {
+                            __v[3]
+                          };
                           ::kernel_std::__private::device::store(
                             __a as *mut u16,
-                            (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                            (__w >> ((__i % 2) * 16)) as u16,
                           );
                         }
                       }

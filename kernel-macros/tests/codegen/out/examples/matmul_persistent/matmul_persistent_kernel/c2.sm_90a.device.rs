@@ -886,6 +886,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
               __pi += 1;
             }
           }
+          let mut __mz: bool = true;
           let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
             && (__tmask >> 1u32) & 1 != 0)
           {
@@ -992,47 +993,69 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let mut __jl: usize = 127usize;
-                      while __jl > 0
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_11,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let mut __jl: usize = 127usize;
+                    while __jl > 0
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_11,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
                             ),
-                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                          __p_M,
-                        ))
-                      {
-                        __jl -= 1;
-                      }
-                      __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        128usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        if __r <= __jl {
-                          __ok = __ok
-                            && ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >({
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          (0i32).wrapping_add((__jl) as i32),
+                        ),
+                        __p_M,
+                      ))
+                    {
+                      __jl -= 1;
+                    }
+                    __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      if __r <= __jl {
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32).wrapping_add((__r) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_m_13,
                                   (0i32).wrapping_add((__r) as i32),
+                                ),
+                                __p_M,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            })
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >({
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32).wrapping_add((0usize) as i32),
                                 );
                                 let __wb = (0i32);
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
-                                    (0i32).wrapping_add((__r) as i32),
+                                    (0i32).wrapping_add((0usize) as i32),
                                   ),
                                   __p_M,
                                 ) {
@@ -1040,43 +1063,36 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 } else {
                                   __wb
                                 }
-                              })
-                              .wrapping_sub(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >({
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_m_13,
-                                    (0i32).wrapping_add((0usize) as i32),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32).wrapping_add((0usize) as i32),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                }),
-                              ) == __r as i64;
-                        }
-                        __r += 128usize;
+                              }),
+                            ) == __r as i64;
                       }
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        __ok = __ok
-                          && ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
+                      __r += 128usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32),
@@ -1084,31 +1100,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
-                            )
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                              ),
-                            ) == __r as i64;
-                        __r += 128usize;
-                      }
-                      __ok = __ok && __tO >= i32::MIN as i64
-                        && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
-                      __ok
-                    });
+                            ),
+                          ) == __r as i64;
+                      __r += 128usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 127i64 + 63i64 * __tW <= i32::MAX as i64;
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1147,6 +1150,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 128usize {
+                          __j
+                        } else {
+                          128usize
+                        };
+                        if __je > 0 {
+                          __mz = false;
+                        }
                         while __j < 128usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1174,68 +1185,80 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let mut __jl: usize = 127usize;
-                        while __jl > 0
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_11,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let mut __jl: usize = 127usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_M,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 128usize;
+                      while __r < __nr {
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        let __je: usize = if __j < __jl + 1 {
+                          __j
+                        } else {
+                          __jl + 1
+                        };
+                        if __je > 0 {
+                          __mz = false;
+                        }
+                        while __j < __jl + 1 {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 64usize + __r);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
                                 ),
                               ),
-                              (0i32).wrapping_add((__jl) as i32),
-                            ),
-                            __p_M,
-                          ))
-                        {
-                          __jl -= 1;
+                            ));
+                          __j += 1;
                         }
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 128usize;
-                        while __r < __nr {
-                          let __j0: i64 = if __rL + (__r as i64) >= __h {
-                            0
-                          } else {
-                            __w - __cL
-                          };
-                          let mut __j: usize = if __j0 > 0 {
-                            __j0 as usize
-                          } else {
-                            0
-                          };
-                          while __j < __jl + 1 {
-                            __ok = __ok
-                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__j * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                ),
-                              ));
-                            __j += 1;
-                          }
-                          __r += 128usize;
-                        }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -1385,37 +1408,49 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        128usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        let __f0: usize = __r * 64usize;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 64usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_11,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__r) as i32),
+                        ),
+                        __p_M,
+                      ) {
+                        __ok = __ok
+                          && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                        let __v0: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_11,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_M,
-                        ) {
-                          __ok = __ok
-                            && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                          let __v0: i64 = ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                {
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
                                     (0i32)
                                       .wrapping_add(
@@ -1424,56 +1459,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                },
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
                                   ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        );
+                        let __v1: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + 63usize);
+                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          );
-                          let __v1: i64 = ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                {
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
                                     (0i32)
                                       .wrapping_add(
@@ -1482,63 +1517,53 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + 63usize);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                },
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 63usize);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_am,
                             ),
-                          );
-                          __ok = __ok
-                            && (0i64)
-                              .wrapping_add(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(__p_stride_ak)
-                                  .wrapping_mul((0i64).wrapping_add(1i64)),
-                              ) == 1i64 && __v1 - __v0 == 63i64
-                            && __v0 == __tO + (__r as i64) * __tW;
-                        }
-                        __r += 128usize;
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 63usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        );
+                        __ok = __ok
+                          && (0i64)
+                            .wrapping_add(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(__p_stride_ak)
+                                .wrapping_mul((0i64).wrapping_add(1i64)),
+                            ) == 1i64 && __v1 - __v0 == 63i64
+                          && __v0 == __tO + (__r as i64) * __tW;
                       }
-                      __ok
-                    });
+                      __r += 128usize;
+                    }
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1578,6 +1603,43 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = __mz
+                            && {
+                              let __x3 = (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                );
+                              let __x4 = (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __je - 1);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                );
+                              let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              );
+                              <i32 as ::kernel_std::__private::device::Num>::ge(
+                                __x4,
+                                __x3,
+                              )
+                                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  __x4,
+                                  __c5,
+                                )
+                            };
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1605,65 +1667,106 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          128usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 128usize;
-                        while __r < __nr {
-                          let __f0: usize = __r * 64usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_11,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 128usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 64usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
                               ),
-                              (0i32).wrapping_add((__r) as i32),
                             ),
-                            __p_M,
-                          ) {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h {
-                              0
-                            } else {
-                              __w - __cL
-                            };
-                            let mut __j: usize = if __j0 > 0 {
-                              __j0 as usize
-                            } else {
-                              0
-                            };
-                            while __j < 64usize {
-                              __ok = __ok
-                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __j);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_M,
+                        ) {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          let __je: usize = if __j < 64usize { __j } else { 64usize };
+                          if __je > 0 {
+                            __mz = __mz
+                              && {
+                                let __x6 = (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  );
+                                let __x7 = (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __je - 1);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  );
+                                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
                                   ),
-                                ));
-                              __j += 1;
-                            }
+                                );
+                                <i32 as ::kernel_std::__private::device::Num>::ge(
+                                  __x7,
+                                  __x6,
+                                )
+                                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    __x7,
+                                    __c8,
+                                  )
+                              };
                           }
-                          __r += 128usize;
+                          while __j < 64usize {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __j);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                ),
+                              ));
+                            __j += 1;
+                          }
                         }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -1774,19 +1877,34 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        __ok = __ok
-                          && ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32),
@@ -1794,60 +1912,67 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
-                            )
+                            ),
+                          ) == __r as i64;
+                      __r += 128usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      128usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_12,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__r) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ok = __ok
+                          && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32).wrapping_add((__r) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32).wrapping_add((__r) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            })
                             .wrapping_sub(
                               ::kernel_std::__private::device::cast::<
                                 i32,
                                 i64,
-                              >(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                              ),
-                            ) == __r as i64;
-                        __r += 128usize;
-                      }
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        128usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_12,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_N,
-                        ) {
-                          __ok = __ok
-                            && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                          __ok = __ok
-                            && ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >({
+                              >({
                                 let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_n_14,
-                                  (0i32).wrapping_add((__r) as i32),
+                                  (0i32).wrapping_add((0usize) as i32),
                                 );
                                 let __wb = (0i32);
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_n_14,
-                                    (0i32).wrapping_add((__r) as i32),
+                                    (0i32).wrapping_add((0usize) as i32),
                                   ),
                                   __p_N,
                                 ) {
@@ -1855,37 +1980,17 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 } else {
                                   __wb
                                 }
-                              })
-                              .wrapping_sub(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >({
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32).wrapping_add((0usize) as i32),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_n_14,
-                                      (0i32).wrapping_add((0usize) as i32),
-                                    ),
-                                    __p_N,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                }),
-                              ) == __r as i64;
-                        }
-                        __r += 128usize;
+                              }),
+                            ) == __r as i64;
                       }
-                      __ok = __ok && __tO >= i32::MIN as i64
-                        && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
-                      __ok
-                    });
+                      __r += 128usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 63i64 + 127i64 * __tW <= i32::MAX as i64;
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1924,6 +2029,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = false;
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1951,64 +2060,72 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          128usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 128usize;
-                        while __r < __nr {
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_12,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        128usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 128usize;
+                      while __r < __nr {
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
                               ),
-                              (0i32).wrapping_add((__r) as i32),
                             ),
-                            __p_N,
-                          ) {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h {
-                              0
-                            } else {
-                              __w - __cL
-                            };
-                            let mut __j: usize = if __j0 > 0 {
-                              __j0 as usize
-                            } else {
-                              0
-                            };
-                            while __j < 64usize {
-                              __ok = __ok
-                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__j * 128usize + __r);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          let __je: usize = if __j < 64usize { __j } else { 64usize };
+                          if __je > 0 {
+                            __mz = false;
+                          }
+                          while __j < 64usize {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__j * 128usize + __r);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
                                   ),
-                                ));
-                              __j += 1;
-                            }
+                                ),
+                              ));
+                            __j += 1;
                           }
-                          __r += 128usize;
                         }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -2220,178 +2337,70 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let mut __jl: usize = 127usize;
-                      while __jl > 0
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_12,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let mut __jl: usize = 127usize;
+                    while __jl > 0
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_12,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
                             ),
-                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                          __p_N,
-                        ))
-                      {
-                        __jl -= 1;
-                      }
-                      __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        let __f0: usize = __r * 128usize;
-                        let __v0: i64 = ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          (0i32).wrapping_add((__jl) as i32),
+                        ),
+                        __p_N,
+                      ))
+                    {
+                      __jl -= 1;
+                    }
+                    __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 128usize;
+                      let __v0: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_14,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __wb = (0i32);
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              __p_stride_bn,
-                            ),
-                          ),
-                        );
-                        let __v1: i64 = ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __jl);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_14,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __jl);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __wb = (0i32);
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __jl);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bk,
                           ),
-                        );
-                        __ok = __ok
-                          && (0i64)
-                            .wrapping_add(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(__p_stride_bn)
-                                .wrapping_mul((0i64).wrapping_add(1i64)),
-                            ) == 1i64
-                          && (::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_14,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                                     }) as i32,
                                   ),
-                              ),
-                            )
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_n_14,
                                   (0i32)
@@ -2402,28 +2411,43 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                       }) as i32,
                                     ),
                                 ),
-                              ),
-                            )
-                            == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
-                          && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
-                            ) == (0i64).wrapping_mul((__jl as i64)))
-                          && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      let __v1: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_14,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_N,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_14,
                                 (0i32)
                                   .wrapping_add(
@@ -2432,14 +2456,109 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                                     }) as i32,
                                   ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __jl);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      __ok = __ok
+                        && (0i64)
+                          .wrapping_add(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(__p_stride_bn)
+                              .wrapping_mul((0i64).wrapping_add(1i64)),
+                          ) == 1i64
+                        && (::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_N,
-                            )) && __v1 - __v0 == (__jl as i64)
-                          && __v0 == __tO + (__r as i64) * __tW;
-                        __r += 128usize;
-                      }
-                      __ok
-                    });
+                            ),
+                          )
+                          == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
+                        && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                          ) == (0i64).wrapping_mul((__jl as i64)))
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_14,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )) && __v1 - __v0 == (__jl as i64)
+                        && __v0 == __tO + (__r as i64) * __tW;
+                      __r += 128usize;
+                    }
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -2479,6 +2598,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 128usize {
+                          __j
+                        } else {
+                          128usize
+                        };
+                        if __je > 0 {
+                          __mz = __mz
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                        }
                         while __j < 128usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2506,69 +2651,99 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let mut __jl: usize = 127usize;
-                        while __jl > 0
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_12,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let mut __jl: usize = 127usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_N,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 128usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 128usize;
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        let __je: usize = if __j < __jl + 1 {
+                          __j
+                        } else {
+                          __jl + 1
+                        };
+                        if __je > 0 {
+                          __mz = __mz
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
                                 ),
                               ),
-                              (0i32).wrapping_add((__jl) as i32),
-                            ),
-                            __p_N,
-                          ))
-                        {
-                          __jl -= 1;
+                            );
                         }
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 128usize;
-                        while __r < __nr {
-                          let __f0: usize = __r * 128usize;
-                          let __j0: i64 = if __rL + (__r as i64) >= __h {
-                            0
-                          } else {
-                            __w - __cL
-                          };
-                          let mut __j: usize = if __j0 > 0 {
-                            __j0 as usize
-                          } else {
-                            0
-                          };
-                          while __j < __jl + 1 {
-                            __ok = __ok
-                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                        while __j < __jl + 1 {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              ));
-                            __j += 1;
-                          }
-                          __r += 128usize;
+                              ),
+                            ));
+                          __j += 1;
                         }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -2588,21 +2763,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                 let __f0: usize = __r * 64usize;
                 __mall = __mall
                   && ({
-                    let __x3 = (0i32)
+                    let __x9 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x10 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ki_22,
@@ -2612,12 +2787,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x10,
+                      __x9,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x10,
+                        __c11,
                       )
                   });
                 __r += 128usize;
@@ -2635,21 +2810,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                 let __f0: usize = __r * 64usize;
                 __mall = __mall
                   && ({
-                    let __x3 = (0i32)
+                    let __x9 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x10 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ki_22,
@@ -2659,12 +2834,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x10,
+                      __x9,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x10,
+                        __c11,
                       )
                   });
                 __r += 128usize;
@@ -2683,21 +2858,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                   let __f0: usize = __r * 64usize;
                   __mmid = __mmid
                     && ({
-                      let __x3 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 63usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ki_22,
@@ -2707,12 +2882,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x10,
+                          __c11,
                         )
                     });
                   __r += 128usize;
@@ -2730,21 +2905,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                   let __f0: usize = __r * 64usize;
                   __mmid = __mmid
                     && ({
-                      let __x3 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 63usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ki_22,
@@ -2754,12 +2929,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x10,
+                          __c11,
                         )
                     });
                   __r += 128usize;
@@ -2909,7 +3084,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
           let __tma_go: bool = ::kernel_std::__private::device::bar_and(
             true && __tok0 && __tok1,
           );
-          let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+          let __nofix: bool = ::kernel_std::__private::device::bar_and(
+            __mall || (__mmid && __mz),
+          );
           let __fixlast: bool = ::kernel_std::__private::device::bar_and(
             __mmid,
           );
@@ -14139,21 +14316,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14163,12 +14340,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14221,21 +14398,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14245,12 +14422,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14303,21 +14480,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14327,12 +14504,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14385,21 +14562,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14409,12 +14586,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14467,21 +14644,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14491,12 +14668,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14549,21 +14726,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14573,12 +14750,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14631,21 +14808,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14655,12 +14832,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -14713,21 +14890,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -14737,12 +14914,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -15716,21 +15893,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -15740,12 +15917,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -15798,21 +15975,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -15822,12 +15999,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -15880,21 +16057,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -15904,12 +16081,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -15962,21 +16139,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -15986,12 +16163,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -16044,21 +16221,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -16068,12 +16245,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -16126,21 +16303,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -16150,12 +16327,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -16208,21 +16385,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -16232,12 +16409,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -16290,21 +16467,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -16314,12 +16491,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -17393,360 +17570,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __p_M,
                   )
                     && {
-                      let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_12,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_12,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c11 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
-                        )
-                    })
-              }
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_11,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_12,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_11,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_12,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    128usize,
-                  )
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_11,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  )
-                    && {
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_12,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_12,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c14 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
-                        )
-                    })
-              }
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_11,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_12,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                              + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_11,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_12,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                              + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    128usize,
-                  )
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_11,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                              + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  )
-                    && {
                       let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
@@ -17758,7 +17581,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           .wrapping_add(
                             ({
                               let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                                 + ((__warp / 4) % 1usize) * 128usize + 0usize
                                 + (__lane % 4) * 2 - (__lane % 4) * 2));
                               0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -17776,7 +17599,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           .wrapping_add(
                             ({
                               let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
-                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                                 + ((__warp / 4) % 1usize) * 128usize + 0usize
                                 + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
                               0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -17811,6 +17634,360 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           .wrapping_add(
                             ({
                               let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cn,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_12,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2));
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_c_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cm,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_11,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cn,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_12,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(__p_stride_cn)
+                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+                  && (__pa as usize) % 16usize == 0
+                  && ::kernel_std::__private::device::fits(
+                    __pa,
+                    __p_c_ptr,
+                    __len_c_ptr,
+                    128usize,
+                  )
+                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_11,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2));
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  )
+                    && {
+                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c20 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x19,
+                        __x18,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x19,
+                          __c20,
+                        )
+                    })
+              }
+              && {
+                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_c_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cm,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_11,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cn,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_12,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                              + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2));
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_c_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cm,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_11,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cn,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_12,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                              + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(__p_stride_cn)
+                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+                  && (__pa as usize) % 16usize == 0
+                  && ::kernel_std::__private::device::fits(
+                    __pa,
+                    __p_c_ptr,
+                    __len_c_ptr,
+                    128usize,
+                  )
+                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_11,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                              + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2));
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  )
+                    && {
+                      let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
+                                + 64usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c23 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x22,
+                        __x21,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x22,
+                          __c23,
+                        )
+                    })
+              }
+              && {
+                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_c_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cm,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_11,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 128usize
                                 + 72usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                                 + ((__warp / 4) % 1usize) * 128usize + 0usize
                                 + (__lane % 4) * 2 - (__lane % 4) * 2));
@@ -17924,7 +18101,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __p_M,
                   )
                     && {
-                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -17942,7 +18119,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             }) as i32,
                           ),
                       );
-                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -17960,14 +18137,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             }) as i32,
                           ),
                       );
-                      let __c20 = __p_N;
+                      let __c26 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x19,
-                        __x18,
+                        __x25,
+                        __x24,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x19,
-                          __c20,
+                          __x25,
+                          __c26,
                         )
                     })
               },
@@ -18703,7 +18880,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __p_M,
                   )
                     && {
-                      let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -18718,7 +18895,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             }) as i32,
                           ),
                       );
-                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -18733,14 +18910,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             }) as i32,
                           ),
                       );
-                      let __c23 = __p_N;
+                      let __c29 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x22,
-                        __x21,
+                        __x28,
+                        __x27,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x22,
-                          __c23,
+                          __x28,
+                          __c29,
                         )
                     })
                     && ((::kernel_std::__private::device::cast::<
@@ -18761,7 +18938,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       u32,
                       4,
                     >(__q0 as *mut u32, __v);
-                  } else {
+                  } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_11,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ))
+                    || {
+                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c32 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x31,
+                        __x30,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x30,
+                          __c32,
+                        )
+                    })
+                  {
                     let mut __i: usize = 0;
                     while __i < 8 {
                       if <bool as ::kernel_std::__private::device::Int>::and(
@@ -18852,9 +19088,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           2u32,
                           ::core::line!(),
                         ) {
+                          let __w: u32 = if __i < 2 {
+                            __v[0]
+                          } else if __i < 4 {
+                            __v[1]
+                          } else if __i < 6 {
+                            __v[2]
+                          } else {
+                            __v[3]
+                          };
                           ::kernel_std::__private::device::store(
                             __a as *mut u16,
-                            (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                            (__w >> ((__i % 2) * 16)) as u16,
                           );
                         }
                       }
@@ -19131,7 +19376,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     __p_M,
                   )
                     && {
-                      let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -19146,7 +19391,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             }) as i32,
                           ),
                       );
-                      let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -19161,14 +19406,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             }) as i32,
                           ),
                       );
-                      let __c26 = __p_N;
+                      let __c35 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x25,
-                        __x24,
+                        __x34,
+                        __x33,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x25,
-                          __c26,
+                          __x34,
+                          __c35,
                         )
                     })
                     && ((::kernel_std::__private::device::cast::<
@@ -19189,7 +19434,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                       u32,
                       4,
                     >(__q0 as *mut u32, __v);
-                  } else {
+                  } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_11,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ))
+                    || {
+                      let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c38 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x37,
+                        __x36,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x36,
+                          __c38,
+                        )
+                    })
+                  {
                     let mut __i: usize = 0;
                     while __i < 8 {
                       if <bool as ::kernel_std::__private::device::Int>::and(
@@ -19280,9 +19584,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           2u32,
                           ::core::line!(),
                         ) {
+                          let __w: u32 = if __i < 2 {
+                            __v[0]
+                          } else if __i < 4 {
+                            __v[1]
+                          } else if __i < 6 {
+                            __v[2]
+                          } else {
+                            __v[3]
+                          };
                           ::kernel_std::__private::device::store(
                             __a as *mut u16,
-                            (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                            (__w >> ((__i % 2) * 16)) as u16,
                           );
                         }
                       }

@@ -867,6 +867,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
               __pi += 1;
             }
           }
+          let mut __mz: bool = true;
           let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
             && (__tmask >> 1u32) & 1 != 0)
           {
@@ -973,47 +974,69 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let mut __jl: usize = 63usize;
-                      while __jl > 0
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_11,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let mut __jl: usize = 63usize;
+                    while __jl > 0
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_11,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                          __p_M,
-                        ))
-                      {
-                        __jl -= 1;
-                      }
-                      __ok = __ok && __tc0 + (__jl as i64) < __tW;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        if __r <= __jl {
-                          __ok = __ok
-                            && ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >({
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          (0i32).wrapping_add((__jl) as i32),
+                        ),
+                        __p_M,
+                      ))
+                    {
+                      __jl -= 1;
+                    }
+                    __ok = __ok && __tc0 + (__jl as i64) < __tW;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      if __r <= __jl {
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_m_13,
+                                (0i32).wrapping_add((__r) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_m_13,
                                   (0i32).wrapping_add((__r) as i32),
+                                ),
+                                __p_M,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            })
+                            .wrapping_sub(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >({
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32).wrapping_add((0usize) as i32),
                                 );
                                 let __wb = (0i32);
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
-                                    (0i32).wrapping_add((__r) as i32),
+                                    (0i32).wrapping_add((0usize) as i32),
                                   ),
                                   __p_M,
                                 ) {
@@ -1021,43 +1044,36 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 } else {
                                   __wb
                                 }
-                              })
-                              .wrapping_sub(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >({
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_m_13,
-                                    (0i32).wrapping_add((0usize) as i32),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32).wrapping_add((0usize) as i32),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                }),
-                              ) == __r as i64;
-                        }
-                        __r += 128usize;
+                              }),
+                            ) == __r as i64;
                       }
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        __ok = __ok
-                          && ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
+                      __r += 128usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32),
@@ -1065,31 +1081,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
-                            )
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                              ),
-                            ) == __r as i64;
-                        __r += 128usize;
-                      }
-                      __ok = __ok && __tO >= i32::MIN as i64
-                        && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                      __ok
-                    });
+                            ),
+                          ) == __r as i64;
+                      __r += 128usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1128,6 +1131,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = false;
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1155,68 +1162,80 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let mut __jl: usize = 63usize;
-                        while __jl > 0
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_11,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let mut __jl: usize = 63usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_M,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 128usize;
+                      while __r < __nr {
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        let __je: usize = if __j < __jl + 1 {
+                          __j
+                        } else {
+                          __jl + 1
+                        };
+                        if __je > 0 {
+                          __mz = false;
+                        }
+                        while __j < __jl + 1 {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 64usize + __r);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
                                 ),
                               ),
-                              (0i32).wrapping_add((__jl) as i32),
-                            ),
-                            __p_M,
-                          ))
-                        {
-                          __jl -= 1;
+                            ));
+                          __j += 1;
                         }
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 128usize;
-                        while __r < __nr {
-                          let __j0: i64 = if __rL + (__r as i64) >= __h {
-                            0
-                          } else {
-                            __w - __cL
-                          };
-                          let mut __j: usize = if __j0 > 0 {
-                            __j0 as usize
-                          } else {
-                            0
-                          };
-                          while __j < __jl + 1 {
-                            __ok = __ok
-                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__j * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                ),
-                              ));
-                            __j += 1;
-                          }
-                          __r += 128usize;
-                        }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -1366,37 +1385,49 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 96usize) % 128usize;
-                      while __r < __nr {
-                        let __f0: usize = __r * 64usize;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 96usize) % 128usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 64usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_11,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__r) as i32),
+                        ),
+                        __p_M,
+                      ) {
+                        __ok = __ok
+                          && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                        let __v0: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_11,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_M,
-                        ) {
-                          __ok = __ok
-                            && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                          let __v0: i64 = ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                {
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
                                     (0i32)
                                       .wrapping_add(
@@ -1405,56 +1436,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                                         }) as i32,
                                       ),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                },
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
                                   ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        );
+                        let __v1: i64 = ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              {
+                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_m_13,
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + 63usize);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          );
-                          let __v1: i64 = ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                {
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                );
+                                let __wb = (0i32);
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_m_13,
                                     (0i32)
                                       .wrapping_add(
@@ -1463,63 +1494,53 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                                         }) as i32,
                                       ),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_m_13,
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + 63usize);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                },
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 63usize);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
+                                  __p_M,
+                                ) {
+                                  __wa
+                                } else {
+                                  __wb
+                                }
+                              },
+                              __p_stride_am,
                             ),
-                          );
-                          __ok = __ok
-                            && (0i64)
-                              .wrapping_add(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(__p_stride_ak)
-                                  .wrapping_mul((0i64).wrapping_add(1i64)),
-                              ) == 1i64 && __v1 - __v0 == 63i64
-                            && __v0 == __tO + (__r as i64) * __tW;
-                        }
-                        __r += 128usize;
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 63usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        );
+                        __ok = __ok
+                          && (0i64)
+                            .wrapping_add(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(__p_stride_ak)
+                                .wrapping_mul((0i64).wrapping_add(1i64)),
+                            ) == 1i64 && __v1 - __v0 == 63i64
+                          && __v0 == __tO + (__r as i64) * __tW;
                       }
-                      __ok
-                    });
+                      __r += 128usize;
+                    }
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1559,6 +1580,43 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = __mz
+                            && {
+                              let __x3 = (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                );
+                              let __x4 = (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __je - 1);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                );
+                              let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              );
+                              <i32 as ::kernel_std::__private::device::Num>::ge(
+                                __x4,
+                                __x3,
+                              )
+                                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  __x4,
+                                  __c5,
+                                )
+                            };
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1586,65 +1644,106 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 96usize) % 128usize;
-                        while __r < __nr {
-                          let __f0: usize = __r * 64usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_11,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 96usize) % 128usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 64usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_11,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              (0i32).wrapping_add((__r) as i32),
                             ),
-                            __p_M,
-                          ) {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h {
-                              0
-                            } else {
-                              __w - __cL
-                            };
-                            let mut __j: usize = if __j0 > 0 {
-                              __j0 as usize
-                            } else {
-                              0
-                            };
-                            while __j < 64usize {
-                              __ok = __ok
-                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __j);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_M,
+                        ) {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          let __je: usize = if __j < 64usize { __j } else { 64usize };
+                          if __je > 0 {
+                            __mz = __mz
+                              && {
+                                let __x6 = (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  );
+                                let __x7 = (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __je - 1);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  );
+                                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
                                   ),
-                                ));
-                              __j += 1;
-                            }
+                                );
+                                <i32 as ::kernel_std::__private::device::Num>::ge(
+                                  __x7,
+                                  __x6,
+                                )
+                                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    __x7,
+                                    __c8,
+                                  )
+                              };
                           }
-                          __r += 128usize;
+                          while __j < 64usize {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __j);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                ),
+                              ));
+                            __j += 1;
+                          }
                         }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -1755,19 +1854,34 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 32usize) % 128usize;
-                      while __r < __nr {
-                        __ok = __ok
-                          && ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 32usize) % 128usize;
+                    while __r < __nr {
+                      __ok = __ok
+                        && ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__r) as i32),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32),
@@ -1775,60 +1889,67 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                     64i64,
                                   ),
                                 ),
-                                (0i32).wrapping_add((__r) as i32),
+                                (0i32).wrapping_add((0usize) as i32),
                               ),
-                            )
+                            ),
+                          ) == __r as i64;
+                      __r += 128usize;
+                    }
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 32usize) % 128usize;
+                    while __r < __nr {
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_12,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__r) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ok = __ok
+                          && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
+                        __ok = __ok
+                          && ::kernel_std::__private::device::cast::<
+                            i32,
+                            i64,
+                          >({
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32).wrapping_add((__r) as i32),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32).wrapping_add((__r) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            })
                             .wrapping_sub(
                               ::kernel_std::__private::device::cast::<
                                 i32,
                                 i64,
-                              >(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((0usize) as i32),
-                                ),
-                              ),
-                            ) == __r as i64;
-                        __r += 128usize;
-                      }
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 32usize) % 128usize;
-                      while __r < __nr {
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_12,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_N,
-                        ) {
-                          __ok = __ok
-                            && (__tr1 + (__r as i64) + 1) * __tW <= __len_b_ptr as i64;
-                          __ok = __ok
-                            && ::kernel_std::__private::device::cast::<
-                              i32,
-                              i64,
-                            >({
+                              >({
                                 let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_n_14,
-                                  (0i32).wrapping_add((__r) as i32),
+                                  (0i32).wrapping_add((0usize) as i32),
                                 );
                                 let __wb = (0i32);
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     start_n_14,
-                                    (0i32).wrapping_add((__r) as i32),
+                                    (0i32).wrapping_add((0usize) as i32),
                                   ),
                                   __p_N,
                                 ) {
@@ -1836,37 +1957,17 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 } else {
                                   __wb
                                 }
-                              })
-                              .wrapping_sub(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >({
-                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32).wrapping_add((0usize) as i32),
-                                  );
-                                  let __wb = (0i32);
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      start_n_14,
-                                      (0i32).wrapping_add((0usize) as i32),
-                                    ),
-                                    __p_N,
-                                  ) {
-                                    __wa
-                                  } else {
-                                    __wb
-                                  }
-                                }),
-                              ) == __r as i64;
-                        }
-                        __r += 128usize;
+                              }),
+                            ) == __r as i64;
                       }
-                      __ok = __ok && __tO >= i32::MIN as i64
-                        && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                      __ok
-                    });
+                      __r += 128usize;
+                    }
+                    __ok = __ok && __tO >= i32::MIN as i64
+                      && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -1905,6 +2006,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = false;
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1932,64 +2037,72 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 32usize) % 128usize;
-                        while __r < __nr {
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_12,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 32usize) % 128usize;
+                      while __r < __nr {
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              (0i32).wrapping_add((__r) as i32),
                             ),
-                            __p_N,
-                          ) {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h {
-                              0
-                            } else {
-                              __w - __cL
-                            };
-                            let mut __j: usize = if __j0 > 0 {
-                              __j0 as usize
-                            } else {
-                              0
-                            };
-                            while __j < 64usize {
-                              __ok = __ok
-                                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__j * 64usize + __r);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                            (0i32).wrapping_add((__r) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          let __j0: i64 = if __rL + (__r as i64) >= __h {
+                            0
+                          } else {
+                            __w - __cL
+                          };
+                          let mut __j: usize = if __j0 > 0 {
+                            __j0 as usize
+                          } else {
+                            0
+                          };
+                          let __je: usize = if __j < 64usize { __j } else { 64usize };
+                          if __je > 0 {
+                            __mz = false;
+                          }
+                          while __j < 64usize {
+                            __ok = __ok
+                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__j * 64usize + __r);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
                                   ),
-                                ));
-                              __j += 1;
-                            }
+                                ),
+                              ));
+                            __j += 1;
                           }
-                          __r += 128usize;
                         }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -2201,178 +2314,70 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __ok
                   };
                 if !__strict {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::outline(move || {
-                      let mut __ok: bool = true;
-                      let mut __jl: usize = 63usize;
-                      while __jl > 0
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_12,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                  {
+                    let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                    let mut __jl: usize = 63usize;
+                    while __jl > 0
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_12,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32).wrapping_add((__jl) as i32),
                           ),
-                          __p_N,
-                        ))
-                      {
-                        __jl -= 1;
-                      }
-                      __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                        64usize,
-                      );
-                      let mut __r: usize = (__tid + 32usize) % 128usize;
-                      while __r < __nr {
-                        let __f0: usize = __r * 64usize;
-                        let __v0: i64 = ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          (0i32).wrapping_add((__jl) as i32),
+                        ),
+                        __p_N,
+                      ))
+                    {
+                      __jl -= 1;
+                    }
+                    __ok = __ok && __tc1 + (__jl as i64) < __tW;
+                    let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                      64usize,
+                    );
+                    let mut __r: usize = (__tid + 32usize) % 128usize;
+                    while __r < __nr {
+                      let __f0: usize = __r * 64usize;
+                      let __v0: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_14,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __wb = (0i32);
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              __p_stride_bn,
-                            ),
-                          ),
-                        );
-                        let __v1: i64 = ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __jl);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_14,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __jl);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __wb = (0i32);
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_14,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __jl);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bk,
                           ),
-                        );
-                        __ok = __ok
-                          && (0i64)
-                            .wrapping_add(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(__p_stride_bn)
-                                .wrapping_mul((0i64).wrapping_add(1i64)),
-                            ) == 1i64
-                          && (::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_14,
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __jl);
+                                      let __pf: usize = (__f0);
                                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
-                              ),
-                            )
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<
-                                i32,
-                                i64,
-                              >(
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   start_n_14,
                                   (0i32)
@@ -2383,28 +2388,43 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                       }) as i32,
                                     ),
                                 ),
-                              ),
-                            )
-                            == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
-                          && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
-                            .wrapping_sub(
-                              ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
-                            ) == (0i64).wrapping_mul((__jl as i64)))
-                          && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      let __v1: i64 = ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_14,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_N,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            {
+                              let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                 start_n_14,
                                 (0i32)
                                   .wrapping_add(
@@ -2413,14 +2433,109 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
+                              );
+                              let __wb = (0i32);
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  start_n_14,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __jl);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ) {
+                                __wa
+                              } else {
+                                __wb
+                              }
+                            },
+                            __p_stride_bn,
+                          ),
+                        ),
+                      );
+                      __ok = __ok
+                        && (0i64)
+                          .wrapping_add(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(__p_stride_bn)
+                              .wrapping_mul((0i64).wrapping_add(1i64)),
+                          ) == 1i64
+                        && (::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          )
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_14,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_N,
-                            )) && __v1 - __v0 == (__jl as i64)
-                          && __v0 == __tO + (__r as i64) * __tW;
-                        __r += 128usize;
-                      }
-                      __ok
-                    });
+                            ),
+                          )
+                          == ((0i64).wrapping_add(1i64)).wrapping_mul((__jl as i64)))
+                        && (::kernel_std::__private::device::cast::<i32, i64>(__p_N)
+                          .wrapping_sub(
+                            ::kernel_std::__private::device::cast::<i32, i64>(__p_N),
+                          ) == (0i64).wrapping_mul((__jl as i64)))
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_14,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_14,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __jl);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          )) && __v1 - __v0 == (__jl as i64)
+                        && __v0 == __tO + (__r as i64) * __tW;
+                      __r += 128usize;
+                    }
+                    (__ok, __mz)
+                  });
+                  __ok = __ok && __dok;
+                  __mz = __dmz;
                 }
                 __ok
               }
@@ -2460,6 +2575,28 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         } else {
                           0
                         };
+                        let __je: usize = if __j < 64usize { __j } else { 64usize };
+                        if __je > 0 {
+                          __mz = __mz
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                        }
                         while __j < 64usize {
                           __ok = __ok
                             && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2487,69 +2624,99 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       __ok
                     };
                   if !__strict {
-                    __ok = __ok
-                      && ::kernel_std::__private::device::outline(move || {
-                        let mut __ok: bool = true;
-                        let mut __jl: usize = 63usize;
-                        while __jl > 0
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_12,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
+                    let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+                    {
+                      let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                      let mut __jl: usize = 63usize;
+                      while __jl > 0
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_12,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__jl) as i32),
+                          ),
+                          __p_N,
+                        ))
+                      {
+                        __jl -= 1;
+                      }
+                      let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                        64usize,
+                      );
+                      let mut __r: usize = (__tid + 32usize) % 128usize;
+                      while __r < __nr {
+                        let __f0: usize = __r * 64usize;
+                        let __j0: i64 = if __rL + (__r as i64) >= __h {
+                          0
+                        } else {
+                          __w - __cL
+                        };
+                        let mut __j: usize = if __j0 > 0 {
+                          __j0 as usize
+                        } else {
+                          0
+                        };
+                        let __je: usize = if __j < __jl + 1 {
+                          __j
+                        } else {
+                          __jl + 1
+                        };
+                        if __je > 0 {
+                          __mz = __mz
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
                                 ),
                               ),
-                              (0i32).wrapping_add((__jl) as i32),
-                            ),
-                            __p_N,
-                          ))
-                        {
-                          __jl -= 1;
+                            );
                         }
-                        let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                          64usize,
-                        );
-                        let mut __r: usize = (__tid + 32usize) % 128usize;
-                        while __r < __nr {
-                          let __f0: usize = __r * 64usize;
-                          let __j0: i64 = if __rL + (__r as i64) >= __h {
-                            0
-                          } else {
-                            __w - __cL
-                          };
-                          let mut __j: usize = if __j0 > 0 {
-                            __j0 as usize
-                          } else {
-                            0
-                          };
-                          while __j < __jl + 1 {
-                            __ok = __ok
-                              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                        while __j < __jl + 1 {
+                          __ok = __ok
+                            && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              ));
-                            __j += 1;
-                          }
-                          __r += 128usize;
+                              ),
+                            ));
+                          __j += 1;
                         }
-                        __ok
-                      });
+                        __r += 128usize;
+                      }
+                      (__ok, __mz)
+                    });
+                    __ok = __ok && __dok;
+                    __mz = __dmz;
                   }
+                } else {
+                  __mz = false;
                 }
                 __ok
               }
@@ -2569,21 +2736,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                 let __f0: usize = __r * 64usize;
                 __mall = __mall
                   && ({
-                    let __x3 = (0i32)
+                    let __x9 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x10 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ki_22,
@@ -2593,12 +2760,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x10,
+                      __x9,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x10,
+                        __c11,
                       )
                   });
                 __r += 128usize;
@@ -2616,21 +2783,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                 let __f0: usize = __r * 64usize;
                 __mall = __mall
                   && ({
-                    let __x3 = (0i32)
+                    let __x9 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x10 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ki_22,
@@ -2640,12 +2807,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x10,
+                      __x9,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x10,
+                        __c11,
                       )
                   });
                 __r += 128usize;
@@ -2664,21 +2831,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                   let __f0: usize = __r * 64usize;
                   __mmid = __mmid
                     && ({
-                      let __x3 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 63usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ki_22,
@@ -2688,12 +2855,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x10,
+                          __c11,
                         )
                     });
                   __r += 128usize;
@@ -2711,21 +2878,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                   let __f0: usize = __r * 64usize;
                   __mmid = __mmid
                     && ({
-                      let __x3 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 63usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ki_22,
@@ -2735,12 +2902,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x10,
+                          __c11,
                         )
                     });
                   __r += 128usize;
@@ -2890,7 +3057,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
           let __tma_go: bool = ::kernel_std::__private::device::bar_and(
             true && __tok0 && __tok1,
           );
-          let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+          let __nofix: bool = ::kernel_std::__private::device::bar_and(
+            __mall || (__mmid && __mz),
+          );
           let __fixlast: bool = ::kernel_std::__private::device::bar_and(
             __mmid,
           );
@@ -9110,21 +9279,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9134,12 +9303,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -9192,21 +9361,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9216,12 +9385,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -9274,21 +9443,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9298,12 +9467,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -9356,21 +9525,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -9380,12 +9549,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10040,21 +10209,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10064,12 +10233,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10122,21 +10291,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10146,12 +10315,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10204,21 +10373,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10228,12 +10397,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -10286,21 +10455,21 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2;
                           if !({
-                            let __x6 = (0i32)
+                            let __x12 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __x7 = (0i32)
+                            let __x13 = (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
                                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                                 }) as i32,
                               );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ki_22,
@@ -10310,12 +10479,12 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               ),
                             );
                             <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
+                              __x13,
+                              __x12,
                             )
                               && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
+                                __x13,
+                                __c14,
                               )
                           }
                             && (__inb0
@@ -11094,7 +11263,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __p_M,
                   )
                     && {
-                      let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11112,7 +11281,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             }) as i32,
                           ),
                       );
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11130,14 +11299,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             }) as i32,
                           ),
                       );
-                      let __c11 = __p_N;
+                      let __c17 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
+                          __x16,
+                          __c17,
                         )
                     })
               }
@@ -11271,7 +11440,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __p_M,
                   )
                     && {
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11289,7 +11458,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             }) as i32,
                           ),
                       );
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11307,14 +11476,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             }) as i32,
                           ),
                       );
-                      let __c14 = __p_N;
+                      let __c20 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
+                          __x19,
+                          __c20,
                         )
                     })
               },
@@ -11683,7 +11852,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     __p_M,
                   )
                     && {
-                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11698,7 +11867,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             }) as i32,
                           ),
                       );
-                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_n_12,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11713,14 +11882,14 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             }) as i32,
                           ),
                       );
-                      let __c17 = __p_N;
+                      let __c23 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x16,
-                        __x15,
+                        __x22,
+                        __x21,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x16,
-                          __c17,
+                          __x22,
+                          __c23,
                         )
                     })
                     && ((::kernel_std::__private::device::cast::<
@@ -11741,7 +11910,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                       u32,
                       4,
                     >(__q0 as *mut u32, __v);
-                  } else {
+                  } else if !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_11,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ))
+                    || {
+                      let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_12,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c26 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x25,
+                        __x24,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x24,
+                          __c26,
+                        )
+                    })
+                  {
                     let mut __i: usize = 0;
                     while __i < 8 {
                       if <bool as ::kernel_std::__private::device::Int>::and(
@@ -11832,9 +12060,18 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                           2u32,
                           ::core::line!(),
                         ) {
+                          let __w: u32 = if __i < 2 {
+                            __v[0]
+                          } else if __i < 4 {
+                            __v[1]
+                          } else if __i < 6 {
+                            __v[2]
+                          } else {
+                            __v[3]
+                          };
                           ::kernel_std::__private::device::store(
                             __a as *mut u16,
-                            (__v[__i / 2] >> ((__i % 2) * 16)) as u16,
+                            (__w >> ((__i % 2) * 16)) as u16,
                           );
                         }
                       }

@@ -751,6 +751,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
         && (__tmask >> 1u32) & 1 != 0)
       {
@@ -875,6 +876,10 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 } else {
                   0
                 };
+                let __je: usize = if __j < 64usize { __j } else { 64usize };
+                if __je > 0 {
+                  __mz = false;
+                }
                 while __j < 64usize {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -910,6 +915,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 }
                 __r += 128usize;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1062,6 +1069,62 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 } else {
                   0
                 };
+                let __je: usize = if __j < 32usize { __j } else { 32usize };
+                if __je > 0 {
+                  __mz = __mz
+                    && {
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __je - 1);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    };
+                }
                 while __j < 32usize {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1097,6 +1160,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 }
                 __r += 128usize;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1225,6 +1290,10 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 } else {
                   0
                 };
+                let __je: usize = if __j < 32usize { __j } else { 32usize };
+                if __je > 0 {
+                  __mz = false;
+                }
                 while __j < 32usize {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1260,6 +1329,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 }
                 __r += 128usize;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1461,6 +1532,39 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 } else {
                   0
                 };
+                let __je: usize = if __j < 64usize { __j } else { 64usize };
+                if __je > 0 {
+                  __mz = __mz
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                }
                 while __j < 64usize {
                   __ok = __ok
                     && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1496,6 +1600,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 }
                 __r += 128usize;
               }
+            } else {
+              __mz = false;
             }
             __ok
           }
@@ -1514,7 +1620,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
             let __f0: usize = __r * 32usize;
             __mall = __mall
               && ({
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_k_1,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1529,7 +1635,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       }) as i32,
                     ),
                 );
-                let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_k_1,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1544,7 +1650,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       }) as i32,
                     ),
                 );
-                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_17,
@@ -1557,12 +1663,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x7,
+                  __x6,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x7,
+                    __c8,
                   )
               });
             __r += 128usize;
@@ -1579,7 +1685,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
             let __f0: usize = __r * 32usize;
             __mall = __mall
               && ({
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_k_1,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1594,7 +1700,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       }) as i32,
                     ),
                 );
-                let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_k_1,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1609,7 +1715,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       }) as i32,
                     ),
                 );
-                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_17,
@@ -1622,12 +1728,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x7,
+                  __x6,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x7,
+                    __c8,
                   )
               });
             __r += 128usize;
@@ -1646,7 +1752,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               let __f0: usize = __r * 32usize;
               __mmid = __mmid
                 && ({
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_k_1,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1661,7 +1767,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) as i32,
                       ),
                   );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_k_1,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1676,7 +1782,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) as i32,
                       ),
                   );
-                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_17,
@@ -1689,12 +1795,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x7,
+                    __x6,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x7,
+                      __c8,
                     )
                 });
               __r += 128usize;
@@ -1712,7 +1818,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               let __f0: usize = __r * 32usize;
               __mmid = __mmid
                 && ({
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_k_1,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1727,7 +1833,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) as i32,
                       ),
                   );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_k_1,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1742,7 +1848,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) as i32,
                       ),
                   );
-                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_17,
@@ -1755,12 +1861,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x7,
+                    __x6,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x7,
+                      __c8,
                     )
                 });
               __r += 128usize;
@@ -1952,7 +2058,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -5515,7 +5623,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5530,7 +5638,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5545,7 +5653,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -5558,12 +5666,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       }
                         && (__inb0
@@ -5616,7 +5724,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5631,7 +5739,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5646,7 +5754,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -5659,12 +5767,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       }
                         && (__inb0
@@ -6193,7 +6301,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6208,7 +6316,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6223,7 +6331,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -6236,12 +6344,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       }
                         && (__inb0
@@ -6294,7 +6402,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6309,7 +6417,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6324,7 +6432,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -6337,12 +6445,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x10,
+                          __x9,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x10,
+                            __c11,
                           )
                       }
                         && (__inb0

@@ -423,6 +423,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = __tin0
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -521,113 +522,115 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 32usize;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32).wrapping_add((__r) as i32),
                     ),
-                    __p_m,
-                  ) {
-                    __ok = __ok
-                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a as i64;
-                    let (mut __st, mut __v0): (i64, i64) = (0, 0);
-                    __v0 = __v0
-                      .wrapping_add(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        ),
-                      );
-                    {
-                      let __s: i64 = (0i64).wrapping_add(1i64);
-                      let (__a, __b): (i64, i64) = (
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                    (0i32).wrapping_add((__r) as i32),
+                  ),
+                  __p_m,
+                ) {
+                  __ok = __ok
+                    && (__tr0 + (__r as i64) + 1) * __tW <= __len_a as i64;
+                  let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                  __v0 = __v0
+                    .wrapping_add(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
+                              ::kernel_std::__private::device::program_id(0u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                                64i64,
                               ),
                             ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
                           ),
+                          __p_k,
                         ),
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                      ),
+                    );
+                  {
+                    let __s: i64 = (0i64).wrapping_add(1i64);
+                    let (__a, __b): (i64, i64) = (
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 31usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      );
-                      __ok = __ok
-                        && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
-                      __st = __st.wrapping_add(__s);
-                      __v0 = __v0.wrapping_add(__a);
-                    }
-                    __ok = __ok && __st == 1i64
-                      && __v0
-                        == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 31usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
+                    __st = __st.wrapping_add(__s);
+                    __v0 = __v0.wrapping_add(__a);
                   }
-                  __r += 128usize;
+                  __ok = __ok && __st == 1i64
+                    && __v0
+                      == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
                 }
-                __ok
-              });
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -665,6 +668,69 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 32usize { __j } else { 32usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_m,
+                      )
+                        && {
+                          let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              kk_3,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              kk_3,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __c11 = __p_k;
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x10,
+                            __x9,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x10,
+                              __c11,
+                            )
+                        });
+                  }
                   while __j < 32usize {
                     __ok = __ok
                       && !(<bool as ::kernel_std::__private::device::Int>::and(
@@ -712,85 +778,152 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 32usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
                       ),
-                      __p_m,
-                    ) {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < 32usize {
-                        __ok = __ok
-                          && !(<bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_m,
+                  ) {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < 32usize { __j } else { 32usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_m,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  kk_3,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_k,
-                            ),
-                          ));
-                        __j += 1;
-                      }
+                          ),
+                          __p_m,
+                        )
+                          && {
+                            let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            );
+                            let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __je - 1);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            );
+                            let __c14 = __p_k;
+                            <i32 as ::kernel_std::__private::device::Num>::ge(
+                              __x13,
+                              __x12,
+                            )
+                              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                __x13,
+                                __c14,
+                              )
+                          });
                     }
-                    __r += 128usize;
+                    while __j < 32usize {
+                      __ok = __ok
+                        && !(<bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ));
+                      __j += 1;
+                    }
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -892,117 +1025,119 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let mut __jl: usize = 63usize;
-                while __jl > 0
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let mut __jl: usize = 63usize;
+              while __jl > 0
+                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32).wrapping_add((__jl) as i32),
                     ),
-                    __p_n,
-                  ))
-                {
-                  __jl -= 1;
-                }
-                __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  32usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  let (mut __st, mut __v0): (i64, i64) = (0, 0);
-                  __v0 = __v0
-                    .wrapping_add(
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                    );
-                  {
-                    let __s: i64 = (0i64).wrapping_add(1i64);
-                    let (__a, __b): (i64, i64) = (
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
+                    (0i32).wrapping_add((__jl) as i32),
+                  ),
+                  __p_n,
+                ))
+              {
+                __jl -= 1;
+              }
+              __ok = __ok && __tc1 + (__jl as i64) < __tW;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                32usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                __v0 = __v0
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
+                            (0i32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                              32i64,
                             ),
                           ),
                           (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
+                        __p_n,
                       ),
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
+                    ),
+                  );
+                {
+                  let __s: i64 = (0i64).wrapping_add(1i64);
+                  let (__a, __b): (i64, i64) = (
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __jl);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
-                    );
-                    __ok = __ok
-                      && __s.checked_mul((__jl as i64))
-                        == Some(__b.wrapping_sub(__a));
-                    __st = __st.wrapping_add(__s);
-                    __v0 = __v0.wrapping_add(__a);
-                  }
-                  __ok = __ok && __st == 1i64
-                    && __v0
-                      == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
-                  __r += 128usize;
+                    ),
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __jl);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && __s.checked_mul((__jl as i64))
+                      == Some(__b.wrapping_sub(__a));
+                  __st = __st.wrapping_add(__s);
+                  __v0 = __v0.wrapping_add(__a);
                 }
-                __ok
-              });
+                __ok = __ok && __st == 1i64
+                  && __v0
+                    == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -1040,6 +1175,69 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 64usize { __j } else { 64usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && {
+                          let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __c26 = __p_n;
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x25,
+                            __x24,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x25,
+                              __c26,
+                            )
+                        });
+                  }
                   while __j < 64usize {
                     __ok = __ok
                       && !(<bool as ::kernel_std::__private::device::Int>::and(
@@ -1087,89 +1285,160 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 63usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 63usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
                       ),
-                      __p_n,
-                    ))
-                  {
-                    __jl -= 1;
-                  }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    32usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < __jl + 1 {
-                      __ok = __ok
-                        && !(<bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                kk_3,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __j);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_n,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  32usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  let __je: usize = if __j < __jl + 1 {
+                    __j
+                  } else {
+                    __jl + 1
+                  };
+                  if __je > 0 {
+                    __mz = __mz
+                      && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            __p_k,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __j);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                            __p_n,
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
+                        ),
+                        __p_k,
+                      )
+                        && {
+                          let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __c29 = __p_n;
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x28,
+                            __x27,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x28,
+                              __c29,
+                            )
+                        });
                   }
-                  __ok
-                });
+                  while __j < __jl + 1 {
+                    __ok = __ok
+                      && !(<bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              kk_3,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __j);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ));
+                    __j += 1;
+                  }
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1205,7 +1474,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 __p_m,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1220,7 +1489,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1235,14 +1504,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_k;
+                  let __c17 = __p_k;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 }));
             __r += 128usize;
@@ -1277,7 +1546,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 __p_m,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1292,7 +1561,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1307,14 +1576,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_k;
+                  let __c17 = __p_k;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 }));
             __r += 128usize;
@@ -1351,7 +1620,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                   __p_m,
                 )
                   && {
-                    let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1366,7 +1635,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1381,14 +1650,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __c11 = __p_k;
+                    let __c17 = __p_k;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
+                        __x16,
+                        __c17,
                       )
                   }));
               __r += 128usize;
@@ -1424,7 +1693,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                   __p_m,
                 )
                   && {
-                    let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1439,7 +1708,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1454,14 +1723,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __c11 = __p_k;
+                    let __c17 = __p_k;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
+                        __x16,
+                        __c17,
                       )
                   }));
               __r += 128usize;
@@ -1497,7 +1766,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 __p_k,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1512,7 +1781,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1527,14 +1796,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_n;
+                  let __c32 = __p_n;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x31,
+                      __c32,
                     )
                 }));
             __r += 128usize;
@@ -1569,7 +1838,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 __p_k,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1584,7 +1853,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1599,14 +1868,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_n;
+                  let __c32 = __p_n;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x31,
+                      __c32,
                     )
                 }));
             __r += 128usize;
@@ -1643,7 +1912,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                   __p_k,
                 )
                   && {
-                    let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ::kernel_std::__private::device::program_id(1u32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1658,7 +1927,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ::kernel_std::__private::device::program_id(1u32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1673,14 +1942,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __c20 = __p_n;
+                    let __c32 = __p_n;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x19,
-                      __x18,
+                      __x31,
+                      __x30,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x19,
-                        __c20,
+                        __x31,
+                        __c32,
                       )
                   }));
               __r += 128usize;
@@ -1716,7 +1985,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                   __p_k,
                 )
                   && {
-                    let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ::kernel_std::__private::device::program_id(1u32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1731,7 +2000,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ::kernel_std::__private::device::program_id(1u32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1746,14 +2015,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __c20 = __p_n;
+                    let __c32 = __p_n;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x19,
-                      __x18,
+                      __x31,
+                      __x30,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x19,
-                        __c20,
+                        __x31,
+                        __c32,
                       )
                   }));
               __r += 128usize;
@@ -1773,7 +2042,9 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -1963,7 +2234,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1978,7 +2249,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1993,14 +2264,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c17 = __p_n;
+                          let __c23 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x16,
-                            __x15,
+                            __x22,
+                            __x21,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x16,
-                              __c17,
+                              __x22,
+                              __c23,
                             )
                         }))
                       {
@@ -4175,7 +4446,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4190,7 +4461,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4205,14 +4476,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c17 = __p_n;
+                          let __c23 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x16,
-                            __x15,
+                            __x22,
+                            __x21,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x16,
-                              __c17,
+                              __x22,
+                              __c23,
                             )
                         })
                       {
@@ -4256,7 +4527,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4271,7 +4542,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4286,14 +4557,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c17 = __p_n;
+                          let __c23 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x16,
-                            __x15,
+                            __x22,
+                            __x21,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x16,
-                              __c17,
+                              __x22,
+                              __c23,
                             )
                         })
                       {
@@ -4781,7 +5052,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4796,7 +5067,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4811,14 +5082,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c17 = __p_n;
+                          let __c23 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x16,
-                            __x15,
+                            __x22,
+                            __x21,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x16,
-                              __c17,
+                              __x22,
+                              __c23,
                             )
                         })
                       {
@@ -4862,7 +5133,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4877,7 +5148,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4892,14 +5163,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c17 = __p_n;
+                          let __c23 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x16,
-                            __x15,
+                            __x22,
+                            __x21,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x16,
-                              __c17,
+                              __x22,
+                              __c23,
                             )
                         })
                       {
@@ -5106,7 +5377,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5121,7 +5392,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5136,14 +5407,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -5214,7 +5485,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5229,7 +5500,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5244,14 +5515,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -5465,7 +5736,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5480,7 +5751,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5495,14 +5766,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c23 = __p_n;
+                          let __c35 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x22,
-                            __x21,
+                            __x34,
+                            __x33,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x22,
-                              __c23,
+                              __x34,
+                              __c35,
                             )
                         })
                         && (__inb1
@@ -5573,7 +5844,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5588,7 +5859,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5603,14 +5874,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c23 = __p_n;
+                          let __c35 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x22,
-                            __x21,
+                            __x34,
+                            __x33,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x22,
-                              __c23,
+                              __x34,
+                              __c35,
                             )
                         })
                         && (__inb1
@@ -5864,7 +6135,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5879,7 +6150,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5894,14 +6165,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -5972,7 +6243,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5987,7 +6258,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6002,14 +6273,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -6223,7 +6494,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6238,7 +6509,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6253,14 +6524,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c23 = __p_n;
+                          let __c35 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x22,
-                            __x21,
+                            __x34,
+                            __x33,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x22,
-                              __c23,
+                              __x34,
+                              __c35,
                             )
                         })
                         && (__inb1
@@ -6331,7 +6602,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6346,7 +6617,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6361,14 +6632,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c23 = __p_n;
+                          let __c35 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x22,
-                            __x21,
+                            __x34,
+                            __x33,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x22,
-                              __c23,
+                              __x34,
+                              __c35,
                             )
                         })
                         && (__inb1
@@ -7539,7 +7810,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
               __p_m,
             )
               && {
-                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7557,7 +7828,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7575,14 +7846,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c26 = __p_n;
+                let __c38 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x25,
-                  __x24,
+                  __x37,
+                  __x36,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x25,
-                    __c26,
+                    __x37,
+                    __c38,
                   )
               })
         }
@@ -7706,7 +7977,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
               __p_m,
             )
               && {
-                let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7724,7 +7995,7 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x40 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7742,14 +8013,14 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c29 = __p_n;
+                let __c41 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x28,
-                  __x27,
+                  __x40,
+                  __x39,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x28,
-                    __c29,
+                    __x40,
+                    __c41,
                   )
               })
         };

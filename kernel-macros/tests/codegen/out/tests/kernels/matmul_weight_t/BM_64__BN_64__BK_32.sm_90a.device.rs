@@ -418,6 +418,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = __tin0
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -516,113 +517,115 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 32usize;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32).wrapping_add((__r) as i32),
                     ),
-                    __p_m,
-                  ) {
-                    __ok = __ok
-                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a as i64;
-                    let (mut __st, mut __v0): (i64, i64) = (0, 0);
-                    __v0 = __v0
-                      .wrapping_add(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        ),
-                      );
-                    {
-                      let __s: i64 = (0i64).wrapping_add(1i64);
-                      let (__a, __b): (i64, i64) = (
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
+                    (0i32).wrapping_add((__r) as i32),
+                  ),
+                  __p_m,
+                ) {
+                  __ok = __ok
+                    && (__tr0 + (__r as i64) + 1) * __tW <= __len_a as i64;
+                  let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                  __v0 = __v0
+                    .wrapping_add(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
+                              ::kernel_std::__private::device::program_id(0u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                                64i64,
                               ),
                             ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
                           ),
+                          __p_k,
                         ),
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                      ),
+                    );
+                  {
+                    let __s: i64 = (0i64).wrapping_add(1i64);
+                    let (__a, __b): (i64, i64) = (
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 31usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      );
-                      __ok = __ok
-                        && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
-                      __st = __st.wrapping_add(__s);
-                      __v0 = __v0.wrapping_add(__a);
-                    }
-                    __ok = __ok && __st == 1i64
-                      && __v0
-                        == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 31usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    );
+                    __ok = __ok
+                      && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
+                    __st = __st.wrapping_add(__s);
+                    __v0 = __v0.wrapping_add(__a);
                   }
-                  __r += 128usize;
+                  __ok = __ok && __st == 1i64
+                    && __v0
+                      == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
                 }
-                __ok
-              });
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -660,6 +663,69 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 32usize { __j } else { 32usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_m,
+                      )
+                        && {
+                          let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              kk_3,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              kk_3,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __je - 1);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __c11 = __p_k;
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x10,
+                            __x9,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x10,
+                              __c11,
+                            )
+                        });
+                  }
                   while __j < 32usize {
                     __ok = __ok
                       && !(<bool as ::kernel_std::__private::device::Int>::and(
@@ -707,85 +773,152 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 32usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
                       ),
-                      __p_m,
-                    ) {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < 32usize {
-                        __ok = __ok
-                          && !(<bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_m,
+                  ) {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < 32usize { __j } else { 32usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_m,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  kk_3,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __j);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_k,
-                            ),
-                          ));
-                        __j += 1;
-                      }
+                          ),
+                          __p_m,
+                        )
+                          && {
+                            let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            );
+                            let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __je - 1);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            );
+                            let __c14 = __p_k;
+                            <i32 as ::kernel_std::__private::device::Num>::ge(
+                              __x13,
+                              __x12,
+                            )
+                              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                                __x13,
+                                __c14,
+                              )
+                          });
                     }
-                    __r += 128usize;
+                    while __j < 32usize {
+                      __ok = __ok
+                        && !(<bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __j);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ));
+                      __j += 1;
+                    }
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -929,14 +1062,66 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  32usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                32usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                __ok = __ok
+                  && ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                    )
+                    .wrapping_sub(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((0usize) as i32),
+                        ),
+                      ),
+                    ) == __r as i64;
+                __r += 128usize;
+              }
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__r) as i32),
+                  ),
+                  __p_n,
+                ) {
+                  __ok = __ok
+                    && (__tr1 + (__r as i64) + 1) * __tW <= __len_w as i64;
                   __ok = __ok
                     && ::kernel_std::__private::device::cast::<
                       i32,
@@ -944,9 +1129,9 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                     >(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
+                            ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                              64i64,
                             ),
                           ),
                           (0i32).wrapping_add((__r) as i32),
@@ -959,125 +1144,75 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         >(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
+                              ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                                64i64,
                               ),
                             ),
                             (0i32).wrapping_add((0usize) as i32),
                           ),
                         ),
                       ) == __r as i64;
-                  __r += 128usize;
                 }
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__r) as i32),
-                    ),
-                    __p_n,
-                  ) {
-                    __ok = __ok
-                      && (__tr1 + (__r as i64) + 1) * __tW <= __len_w as i64;
-                    __ok = __ok
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                        )
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((0usize) as i32),
-                            ),
-                          ),
-                        ) == __r as i64;
-                  }
-                  __r += 128usize;
-                }
-                __ok = __ok
-                  && {
-                    let __v: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = 0usize;
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    );
-                    __v >= i32::MIN as i64
-                      && __v + 0i64 + 63i64 * __tW <= i32::MAX as i64
-                  };
-                __ok = __ok
-                  && {
-                    let __v: i64 = ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
+                __r += 128usize;
+              }
+              __ok = __ok
+                && {
+                  let __v: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32),
+                          ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                            64i64,
                           ),
                         ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = 0usize;
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
-                    );
-                    __v >= i32::MIN as i64
-                      && __v + 31i64 + 0i64 * __tW <= i32::MAX as i64
-                  };
-                __ok
-              });
+                      __p_k,
+                    ),
+                  );
+                  __v >= i32::MIN as i64
+                    && __v + 0i64 + 63i64 * __tW <= i32::MAX as i64
+                };
+              __ok = __ok
+                && {
+                  let __v: i64 = ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = 0usize;
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  __v >= i32::MIN as i64
+                    && __v + 31i64 + 0i64 * __tW <= i32::MAX as i64
+                };
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -1114,6 +1249,10 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 32usize { __j } else { 32usize };
+                  if __je > 0 {
+                    __mz = false;
+                  }
                   while __j < 32usize {
                     __ok = __ok
                       && !(<bool as ::kernel_std::__private::device::Int>::and(
@@ -1161,84 +1300,92 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
                       ),
-                      __p_n,
-                    ) {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < 32usize {
-                        __ok = __ok
-                          && !(<bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__j * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  kk_3,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__j * 64usize + __r);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          ));
-                        __j += 1;
-                      }
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_n,
+                  ) {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < 32usize { __j } else { 32usize };
+                    if __je > 0 {
+                      __mz = false;
                     }
-                    __r += 128usize;
+                    while __j < 32usize {
+                      __ok = __ok
+                        && !(<bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 64usize + __r);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                kk_3,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__j * 64usize + __r);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ));
+                      __j += 1;
+                    }
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1274,7 +1421,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 __p_m,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1289,7 +1436,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1304,14 +1451,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_k;
+                  let __c17 = __p_k;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 }));
             __r += 128usize;
@@ -1346,7 +1493,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 __p_m,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1361,7 +1508,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       kk_3,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1376,14 +1523,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_k;
+                  let __c17 = __p_k;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 }));
             __r += 128usize;
@@ -1420,7 +1567,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                   __p_m,
                 )
                   && {
-                    let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1435,7 +1582,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1450,14 +1597,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __c11 = __p_k;
+                    let __c17 = __p_k;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
+                        __x16,
+                        __c17,
                       )
                   }));
               __r += 128usize;
@@ -1493,7 +1640,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                   __p_m,
                 )
                   && {
-                    let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1508,7 +1655,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         kk_3,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1523,14 +1670,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) as i32,
                         ),
                     );
-                    let __c11 = __p_k;
+                    let __c17 = __p_k;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
+                        __x16,
+                        __c17,
                       )
                   }));
               __r += 128usize;
@@ -1548,7 +1695,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && (({
-                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1563,7 +1710,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1578,14 +1725,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c20 = __p_n;
+                let __c26 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x19,
-                  __x18,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x19,
-                    __c20,
+                    __x25,
+                    __c26,
                   )
               }
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1620,7 +1767,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
             let __f0: usize = __r * 64usize;
             __mall = __mall
               && (({
-                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1635,7 +1782,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1650,14 +1797,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c20 = __p_n;
+                let __c26 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x19,
-                  __x18,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x19,
-                    __c20,
+                    __x25,
+                    __c26,
                   )
               }
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1694,7 +1841,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && (({
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1709,7 +1856,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1724,14 +1871,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_n;
+                  let __c26 = __p_n;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x25,
+                      __c26,
                     )
                 }
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1767,7 +1914,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
               let __f0: usize = __r * 64usize;
               __mmid = __mmid
                 && (({
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1782,7 +1929,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1797,14 +1944,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_n;
+                  let __c26 = __p_n;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x25,
+                      __c26,
                     )
                 }
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1842,7 +1989,9 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -2035,7 +2184,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                     if __c < 256usize {
                       let __f0: usize = __c * 8;
                       if !(({
-                        let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -2050,7 +2199,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -2065,14 +2214,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c17 = __p_n;
+                        let __c23 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x22,
+                          __x21,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x22,
+                            __c23,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -4247,7 +4396,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       );
                       let __so: usize = __dst + __so1[0usize] as usize;
                       if ({
-                        let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4262,7 +4411,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4277,14 +4426,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c17 = __p_n;
+                        let __c23 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x22,
+                          __x21,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x22,
+                            __c23,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -4328,7 +4477,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       );
                       let __so: usize = __dst + __so1[1usize] as usize;
                       if ({
-                        let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4343,7 +4492,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4358,14 +4507,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c17 = __p_n;
+                        let __c23 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x22,
+                          __x21,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x22,
+                            __c23,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -4853,7 +5002,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       );
                       let __so: usize = __dst + __so1[0usize] as usize;
                       if ({
-                        let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4868,7 +5017,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4883,14 +5032,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c17 = __p_n;
+                        let __c23 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x22,
+                          __x21,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x22,
+                            __c23,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -4934,7 +5083,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       );
                       let __so: usize = __dst + __so1[1usize] as usize;
                       if ({
-                        let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4949,7 +5098,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4964,14 +5113,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c17 = __p_n;
+                        let __c23 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x16,
-                          __x15,
+                          __x22,
+                          __x21,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x16,
-                            __c17,
+                            __x22,
+                            __c23,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -5196,7 +5345,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5211,7 +5360,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5226,14 +5375,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -5304,7 +5453,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5319,7 +5468,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5334,14 +5483,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -5537,7 +5686,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !(({
-                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5552,7 +5701,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5567,14 +5716,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c23 = __p_n;
+                        let __c29 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x22,
-                          __x21,
+                          __x28,
+                          __x27,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x22,
-                            __c23,
+                            __x28,
+                            __c29,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -5645,7 +5794,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !(({
-                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5660,7 +5809,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5675,14 +5824,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c23 = __p_n;
+                        let __c29 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x22,
-                          __x21,
+                          __x28,
+                          __x27,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x22,
-                            __c23,
+                            __x28,
+                            __c29,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -5954,7 +6103,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5969,7 +6118,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5984,14 +6133,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -6062,7 +6211,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6077,7 +6226,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               kk_3,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6092,14 +6241,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c14 = __p_k;
+                          let __c20 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
+                            __x19,
+                            __x18,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x13,
-                              __c14,
+                              __x19,
+                              __c20,
                             )
                         })
                         && (__inb0
@@ -6295,7 +6444,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !(({
-                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6310,7 +6459,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6325,14 +6474,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c23 = __p_n;
+                        let __c29 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x22,
-                          __x21,
+                          __x28,
+                          __x27,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x22,
-                            __c23,
+                            __x28,
+                            __c29,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -6403,7 +6552,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !(({
-                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6418,7 +6567,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             ::kernel_std::__private::device::program_id(1u32),
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6433,14 +6582,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         );
-                        let __c23 = __p_n;
+                        let __c29 = __p_n;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x22,
-                          __x21,
+                          __x28,
+                          __x27,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x22,
-                            __c23,
+                            __x28,
+                            __c29,
                           )
                       }
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -7629,7 +7778,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
               __p_m,
             )
               && {
-                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7647,7 +7796,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7665,14 +7814,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c26 = __p_n;
+                let __c32 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x25,
-                  __x24,
+                  __x31,
+                  __x30,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x25,
-                    __c26,
+                    __x31,
+                    __c32,
                   )
               })
         }
@@ -7796,7 +7945,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
               __p_m,
             )
               && {
-                let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7814,7 +7963,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7832,14 +7981,14 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c29 = __p_n;
+                let __c35 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x28,
-                  __x27,
+                  __x34,
+                  __x33,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x28,
-                    __c29,
+                    __x34,
+                    __c35,
                   )
               })
         };

@@ -1176,6 +1176,7 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
           }
         };
         let __tgo: bool = __n > 0 && __tmo0 && __tmo1;
+        let mut __mz: bool = true;
         let (__tok0, __tok1) = if __tgo {
           let __tok0: bool = __tmo0
             && {
@@ -1427,6 +1428,10 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                       } else {
                         0
                       };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = false;
+                      }
                       while __j < 64usize {
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1446,6 +1451,8 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                       }
                       __r += 128usize;
                     }
+                  } else {
+                    __mz = false;
                   }
                   __ok
                 }
@@ -1681,6 +1688,23 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                       } else {
                         0
                       };
+                      let __je: usize = if __j < 64usize { __j } else { 64usize };
+                      if __je > 0 {
+                        __mz = __mz
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          );
+                      }
                       while __j < 64usize {
                         __ok = __ok
                           && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1700,6 +1724,8 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                       }
                       __r += 128usize;
                     }
+                  } else {
+                    __mz = false;
                   }
                   __ok
                 }
@@ -2004,6 +2030,7 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
             }
           }
         }
+        let __mall: bool = __mall || (__mmid && __mz);
         if __tid == 0 && __tgo {
           {
             let __cw = __smem.add(57368usize) as *mut i32;

@@ -443,6 +443,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
           __pi += 1;
         }
       }
+      let mut __mz: bool = true;
       let __tok0: bool = __tin0
         && {
           let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
@@ -528,100 +529,102 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 32usize;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 32usize;
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__r) as i32),
+                  ),
+                  __p_M,
+                ) {
+                  __ok = __ok
+                    && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
+                  let (mut __st, mut __v0): (i64, i64) = (0, 0);
+                  __v0 = __v0
+                    .wrapping_add(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
+                          ),
+                          __p_K,
                         ),
                       ),
-                      (0i32).wrapping_add((__r) as i32),
-                    ),
-                    __p_M,
-                  ) {
-                    __ok = __ok
-                      && (__tr0 + (__r as i64) + 1) * __tW <= __len_a_ptr as i64;
-                    let (mut __st, mut __v0): (i64, i64) = (0, 0);
-                    __v0 = __v0
-                      .wrapping_add(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_K,
+                    );
+                  {
+                    let __s: i64 = 1i64;
+                    let (__a, __b): (i64, i64) = (
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      );
-                    {
-                      let __s: i64 = 1i64;
-                      let (__a, __b): (i64, i64) = (
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 31usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      __ok = __ok
-                        && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
-                      __st = __st.wrapping_add(__s);
-                      __v0 = __v0.wrapping_add(__a);
-                    }
-                    __ok = __ok && __st == 1i64
-                      && __v0
-                        == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 31usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    __ok = __ok
+                      && __s.checked_mul(31i64) == Some(__b.wrapping_sub(__a));
+                    __st = __st.wrapping_add(__s);
+                    __v0 = __v0.wrapping_add(__a);
                   }
-                  __r += 128usize;
+                  __ok = __ok && __st == 1i64
+                    && __v0
+                      == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
                 }
-                __ok
-              });
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -659,6 +662,43 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 32usize { __j } else { 32usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && {
+                        let __x9 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x10 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __je - 1);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_7,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x10,
+                            __c11,
+                          )
+                      };
+                  }
                   while __j < 32usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -686,65 +726,106 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 32usize;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  64usize,
+                );
+                let mut __r: usize = (__tid + 96usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 32usize;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32).wrapping_add((__r) as i32),
                       ),
-                      __p_M,
-                    ) {
-                      let __j0: i64 = if __rL + (__r as i64) >= __h {
-                        0
-                      } else {
-                        __w - __cL
-                      };
-                      let mut __j: usize = if __j0 > 0 {
-                        __j0 as usize
-                      } else {
-                        0
-                      };
-                      while __j < 32usize {
-                        __ok = __ok
-                          && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __j);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
+                      (0i32).wrapping_add((__r) as i32),
+                    ),
+                    __p_M,
+                  ) {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h {
+                      0
+                    } else {
+                      __w - __cL
+                    };
+                    let mut __j: usize = if __j0 > 0 {
+                      __j0 as usize
+                    } else {
+                      0
+                    };
+                    let __je: usize = if __j < 32usize { __j } else { 32usize };
+                    if __je > 0 {
+                      __mz = __mz
+                        && {
+                          let __x12 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x13 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __je - 1);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
                             ),
-                          ));
-                        __j += 1;
-                      }
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x13,
+                            __x12,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x13,
+                              __c14,
+                            )
+                        };
                     }
-                    __r += 128usize;
+                    while __j < 32usize {
+                      __ok = __ok
+                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __j);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        ));
+                      __j += 1;
+                    }
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -908,64 +989,129 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               __ok
             };
           if !__strict {
-            __ok = __ok
-              && ::kernel_std::__private::device::outline(move || {
-                let mut __ok: bool = true;
-                let mut __jl: usize = 63usize;
-                while __jl > 0
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
+            let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+            {
+              let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+              let mut __jl: usize = 63usize;
+              while __jl > 0
+                && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32).wrapping_add((__jl) as i32),
                     ),
-                    __p_N,
-                  ))
+                    (0i32).wrapping_add((__jl) as i32),
+                  ),
+                  __p_N,
+                ))
+              {
+                __jl -= 1;
+              }
+              __ok = __ok && __tc1 + (__jl as i64) < __tW;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                32usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                let (mut __st, mut __v0): (i64, i64) = (0, 0);
                 {
-                  __jl -= 1;
-                }
-                __ok = __ok && __tc1 + (__jl as i64) < __tW;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  32usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  let (mut __st, mut __v0): (i64, i64) = (0, 0);
-                  {
-                    let __s: i64 = 1i64;
-                    let (__a, __b): (i64, i64) = (
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  let __s: i64 = 1i64;
+                  let (__a, __b): (i64, i64) = (
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_N,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
+                        __p_N,
                       ),
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
+                    ),
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __jl);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                  __ok = __ok
+                    && __s.checked_mul((__jl as i64))
+                      == Some(__b.wrapping_sub(__a));
+                  __st = __st.wrapping_add(__s);
+                  __v0 = __v0.wrapping_add(__a);
+                }
+                __v0 = __v0
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          batch_3,
+                          __p_K,
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                __v0 = __v0
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_N,
+                      ),
+                    ),
+                  );
+                __ok = __ok && __st == 1i64
+                  && ((0i64).wrapping_add(1i64) == 1i64
+                    && ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
                         <i32 as ::kernel_std::__private::device::Num>::rem(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -984,53 +1130,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           ),
                           __p_N,
                         ),
-                      ),
-                    );
-                    __ok = __ok
-                      && __s.checked_mul((__jl as i64))
-                        == Some(__b.wrapping_sub(__a));
-                    __st = __st.wrapping_add(__s);
-                    __v0 = __v0.wrapping_add(__a);
-                  }
-                  __v0 = __v0
-                    .wrapping_add(
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            batch_3,
-                            __p_K,
-                          ),
-                          __p_N,
-                        ),
-                      ),
-                    );
-                  __v0 = __v0
-                    .wrapping_add(
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                      ),
-                    );
-                  __ok = __ok && __st == 1i64
-                    && ((0i64).wrapping_add(1i64) == 1i64
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
+                      )
+                      .wrapping_sub(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1042,45 +1147,23 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __jl);
+                                    let __pf: usize = (__f0);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_N,
                           ),
-                        )
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                          ),
-                        ) == (__jl as i64))
-                    && __v0
-                      == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
-                  __r += 128usize;
-                }
-                __ok
-              });
+                        ),
+                      ) == (__jl as i64))
+                  && __v0
+                    == __tO.wrapping_add((__r as i64).wrapping_mul(__tW));
+                __r += 128usize;
+              }
+              (__ok, __mz)
+            });
+            __ok = __ok && __dok;
+            __mz = __dmz;
           }
           __ok
         }
@@ -1118,6 +1201,28 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                   } else {
                     0
                   };
+                  let __je: usize = if __j < 64usize { __j } else { 64usize };
+                  if __je > 0 {
+                    __mz = __mz
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_7,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                  }
                   while __j < 64usize {
                     __ok = __ok
                       && !(<i32 as ::kernel_std::__private::device::Num>::lt(
@@ -1145,69 +1250,99 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                 __ok
               };
             if !__strict {
-              __ok = __ok
-                && ::kernel_std::__private::device::outline(move || {
-                  let mut __ok: bool = true;
-                  let mut __jl: usize = 63usize;
-                  while __jl > 0
-                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+              let (__dok, __dmz): (bool, bool) = ::kernel_std::__private::device::outline(move ||
+              {
+                let (mut __ok, mut __mz): (bool, bool) = (true, __mz);
+                let mut __jl: usize = 63usize;
+                while __jl > 0
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__jl) as i32),
+                    ),
+                    __p_N,
+                  ))
+                {
+                  __jl -= 1;
+                }
+                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                  32usize,
+                );
+                let mut __r: usize = (__tid + 32usize) % 128usize;
+                while __r < __nr {
+                  let __f0: usize = __r * 64usize;
+                  let __j0: i64 = if __rL + (__r as i64) >= __h {
+                    0
+                  } else {
+                    __w - __cL
+                  };
+                  let mut __j: usize = if __j0 > 0 {
+                    __j0 as usize
+                  } else {
+                    0
+                  };
+                  let __je: usize = if __j < __jl + 1 {
+                    __j
+                  } else {
+                    __jl + 1
+                  };
+                  if __je > 0 {
+                    __mz = __mz
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_7,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
                         ),
-                        (0i32).wrapping_add((__jl) as i32),
-                      ),
-                      __p_N,
-                    ))
-                  {
-                    __jl -= 1;
+                      );
                   }
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    32usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < __jl + 1 {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __j);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                  while __j < __jl + 1 {
+                    __ok = __ok
+                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __j);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_7,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
                           ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
+                        ),
+                      ));
+                    __j += 1;
                   }
-                  __ok
-                });
+                  __r += 128usize;
+                }
+                (__ok, __mz)
+              });
+              __ok = __ok && __dok;
+              __mz = __dmz;
             }
+          } else {
+            __mz = false;
           }
           __ok
         };
@@ -1225,21 +1360,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
             let __f0: usize = __r * 32usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x15 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x16 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 31usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_7,
@@ -1249,12 +1384,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x16,
+                  __x15,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x16,
+                    __c17,
                   )
               });
             __r += 128usize;
@@ -1271,21 +1406,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
             let __f0: usize = __r * 32usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x15 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x16 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 31usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_7,
@@ -1295,12 +1430,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x16,
+                  __x15,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x16,
+                    __c17,
                   )
               });
             __r += 128usize;
@@ -1319,21 +1454,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               let __f0: usize = __r * 32usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x15 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x16 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 31usize);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_7,
@@ -1343,12 +1478,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 });
               __r += 128usize;
@@ -1366,21 +1501,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               let __f0: usize = __r * 32usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x15 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x16 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 31usize);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_7,
@@ -1390,12 +1525,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x16,
+                      __c17,
                     )
                 });
               __r += 128usize;
@@ -1543,7 +1678,9 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
       let __tma_go: bool = ::kernel_std::__private::device::bar_and(
         true && __tok0 && __tok1,
       );
-      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(
+        __mall || (__mmid && __mz),
+      );
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
         {
@@ -4552,21 +4689,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x18 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x19 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_7,
@@ -4576,12 +4713,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x19,
+                          __x18,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x19,
+                            __c20,
                           )
                       }
                         && (__inb0
@@ -4643,21 +4780,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x18 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x19 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_7,
@@ -4667,12 +4804,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x19,
+                          __x18,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x19,
+                            __c20,
                           )
                       }
                         && (__inb0
@@ -5162,21 +5299,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x18 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x19 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_7,
@@ -5186,12 +5323,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x19,
+                          __x18,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x19,
+                            __c20,
                           )
                       }
                         && (__inb0
@@ -5253,21 +5390,21 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2;
                       if !({
-                        let __x12 = (0i32)
+                        let __x18 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x19 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_7,
@@ -5277,12 +5414,12 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x19,
+                          __x18,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x19,
+                            __c20,
                           )
                       }
                         && (__inb0
@@ -6788,7 +6925,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               __p_M,
             )
               && {
-                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6806,7 +6943,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6824,14 +6961,14 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c17 = __p_N;
+                let __c23 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x16,
-                  __x15,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x16,
-                    __c17,
+                    __x22,
+                    __c23,
                   )
               })
         }
@@ -6973,7 +7110,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
               __p_M,
             )
               && {
-                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6991,7 +7128,7 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7009,14 +7146,14 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c20 = __p_N;
+                let __c26 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x19,
-                  __x18,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x19,
-                    __c20,
+                    __x25,
+                    __c26,
                   )
               })
         };
