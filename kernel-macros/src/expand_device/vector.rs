@@ -643,17 +643,16 @@ impl<'k> DevGen<'k> {
         // (Generated again rolled below only when the first generation staged nothing in shared memory.)
         let staged_nothing = !self.smem.allocated_since(before);
         match self.mma_store_fast(numel, layout, ptr, value, mask, span) {
-            Some((setup, fast, Some(chunked))) => {
+            Some(MmaStore::Both { setup, code }) => {
                 // A warp whose rows are not all whole and masked in (an edge block) stores them
                 // through shared memory too, testing each 16-byte chunk (`mma_store_via_smem`),
                 // out of line (inline, in the largest split entries, ptxas spills).
-                let chunked = quote!(#d::outline(move || { #chunked }););
                 quote! {{
                     #setup
-                    if __sfast { #fast } else { ::core::hint::cold_path(); #chunked }
+                    #code
                 }}
             }
-            Some((setup, fast, None)) => {
+            Some(MmaStore::Fast { setup, fast }) => {
                 // Inline, ptxas lays the checked stores out between the K loop and the fast ones.
                 // The stores are a loop over the column pairs in a `move` closure: it reads the
                 // values from its copy of the captured arrays, so indexing them with the loop
@@ -712,18 +711,19 @@ impl<'k> DevGen<'k> {
         quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % #align == 0 #contiguous && #fits) } | #out))
     }
 
-    /// The fast path of a store in the `mma` layout: `(setup, stores, chunked)`, where `setup` binds
-    /// `__sfast`, true when on each row of the block that this thread writes, the span from its
-    /// first to its last column is contiguous (the pointer block is affine along the row with an
-    /// increment of one element, and the span's end addresses agree), pair-aligned, inside the
-    /// buffer and all masked in; `stores` then writes each column pair with one vector store at a
+    /// The fast path of a store in the `mma` layout, whose set-up binds `__sfast`, true when on
+    /// each row of the block that this thread writes, the span from its first to its last column
+    /// is contiguous (the pointer block is affine along the row with an increment of one
+    /// element, and the span's end addresses agree), pair-aligned, inside the buffer and all
+    /// masked in; the fast stores then write each column pair with one vector store at a
     /// constant offset from the row's first address, with no per-pair test. `None` when the
     /// analysis cannot tell (the store then tests every pair) or when the fast path would read
     /// another thread's values (it must not hold barriers: `__sfast` differs between threads).
-    /// `chunked`, for the stores through shared memory where cold paths run out of line: the
-    /// path of the warps that fail the test, which tests each 16-byte chunk instead (see
-    /// [`Self::mma_store_via_smem`]); without it they test every pair.
-    fn mma_store_fast(&mut self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> Option<(TokenStream, TokenStream, Option<TokenStream>)> {
+    /// [`MmaStore::Both`] for the stores through shared memory where cold paths run out of line:
+    /// the warps that fail the test test each 16-byte chunk instead (see
+    /// [`Self::mma_store_via_smem`]); [`MmaStore::Fast`] otherwise, whose other warps test every
+    /// pair.
+    fn mma_store_fast(&mut self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> Option<MmaStore> {
         let Layout::Mma { tn, n, wg, .. } = layout else { return None };
         let d = &self.p.d;
         let k = self.k;
@@ -755,8 +755,8 @@ impl<'k> DevGen<'k> {
         };
         let via_smem = (wide && wg && self.target.has_wgmma()).then(|| {
             let base = self.alloc(self.threads / 32 * Self::via_smem_region(layout));
-            let chunked = self.outline_cold.then(|| self.mma_store_via_smem(layout, ptr, &e, &vt, base, Some((mask, span))));
-            (self.mma_store_via_smem(layout, ptr, &e, &vt, base, None), chunked)
+            let checked = self.outline_cold.then_some((mask, span));
+            (self.mma_store_via_smem(layout, ptr, &e, &vt, base, checked), checked.is_some())
         });
         let groups = self.mma_store_groups(layout, &firsts, wide, &e, &vt);
         if !self.leave_iteration(scope).is_empty() {
@@ -766,8 +766,9 @@ impl<'k> DevGen<'k> {
         let all = quote!(true #(&& #tests)*);
         let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
         match via_smem {
-            Some((code, chunked)) => Some((setup, quote!(#value_fn #code), chunked.map(|c| quote!(#value_fn #c)))),
-            None => Some((setup, quote!(#value_fn #(#groups)*), None)),
+            Some((code, true)) => Some(MmaStore::Both { setup, code: quote!(#value_fn #code) }),
+            Some((code, false)) => Some(MmaStore::Fast { setup, fast: quote!(#value_fn #code) }),
+            None => Some(MmaStore::Fast { setup, fast: quote!(#value_fn #(#groups)*) }),
         }
     }
 
@@ -823,10 +824,10 @@ impl<'k> DevGen<'k> {
     /// covers up to 512 contiguous bytes of a row. Each warp has its own region (rows padded by
     /// 16 bytes so that the eight rows of a matrix fall in different banks, from shared byte
     /// `base`), so the path needs no block barrier; it runs where every row the warp writes passed
-    /// the test. `checked` (the store's mask and span): the path of the other warps, which tests
-    /// each 16-byte chunk: written whole where it is contiguous, aligned, inside the buffer and
-    /// masked in, else element by element where the mask holds (an element outside the buffer is
-    /// reported as a fault).
+    /// the test. With `checked` (the store's mask and span) the rows are written so only where
+    /// `__sfast` holds; the other warps, out of line, test each 16-byte chunk: written whole
+    /// where it is contiguous, aligned, inside the buffer and masked in, else element by element
+    /// where the mask holds (an element outside the buffer is reported as a fault).
     fn mma_store_via_smem(&mut self, layout: Layout, ptr: ExprId, e: &TokenStream, vt: &TokenStream, base: usize, checked: Option<(Option<ExprId>, proc_macro2::Span)>) -> TokenStream {
         let Layout::Mma { wn, tm, tn, n, .. } = layout else { unreachable!("an mma store has an mma layout") };
         let d = &self.p.d;
@@ -847,27 +848,44 @@ impl<'k> DevGen<'k> {
                     quote!(#d::stmatrix_x4(__sw + ((((__lane / 8) % 2) * 8 + __lane % 8) * #pitch + #col + (__lane / 16) * 16) as u32, [#(#words),*]);)
                 });
                 let flat = quote!((((__warp / 4) / #wn) * #wtm + #t_m * 64 + (__warp % 4) * 16 + __row) * #n + ((__warp / 4) % #wn) * #wtn);
-                let store = match checked {
-                    None => {
-                        let row_first = self.ev(ptr, &At::Flat(flat));
-                        quote! {
-                            let __p: #vt = #row_first;
-                            #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+                // The warp's rows, read back 16 bytes per lane, each chunk written by `store`.
+                let rows = |store: TokenStream| {
+                    quote! {
+                        for __q in 0..#passes {
+                            let __qi: usize = __q * 32 + __lane;
+                            if __qi < #total {
+                                let (__row, __ch): (usize, usize) = (__qi / #tn, __qi % #tn);
+                                let __v: [u32; 4] = #d::ld_shared_v4(__sw + (__row * #pitch + __ch * 16) as u32);
+                                #store
+                            }
                         }
                     }
-                    Some((mask, span)) => self.via_smem_chunk_checked(ptr, mask, span, &quote!((#flat + __ch * 8)), vt),
+                };
+                let row_first = self.ev(ptr, &At::Flat(flat.clone()));
+                let fast = rows(quote! {
+                    let __p: #vt = #row_first;
+                    #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+                });
+                // The other warps' stores test each chunk, out of line: they read the values
+                // from shared memory, so the call takes no registers' values along.
+                let stores = match checked {
+                    None => fast,
+                    Some((mask, span)) => {
+                        let checked = rows(self.via_smem_chunk_checked(ptr, mask, span, &quote!((#flat + __ch * 8)), vt));
+                        quote! {
+                            if __sfast {
+                                #fast
+                            } else {
+                                ::core::hint::cold_path();
+                                #d::outline(move || { #checked });
+                            }
+                        }
+                    }
                 };
                 quote! {
                     #(#stm)*
                     #d::warp_sync();
-                    for __q in 0..#passes {
-                        let __qi: usize = __q * 32 + __lane;
-                        if __qi < #total {
-                            let (__row, __ch): (usize, usize) = (__qi / #tn, __qi % #tn);
-                            let __v: [u32; 4] = #d::ld_shared_v4(__sw + (__row * #pitch + __ch * 16) as u32);
-                            #store
-                        }
-                    }
+                    #stores
                     #d::warp_sync();
                 }
             })
@@ -977,6 +995,15 @@ impl<'k> DevGen<'k> {
             })
             .collect()
     }
+}
+
+/// The fast path of a store in the `mma` layout ([`DevGen::mma_store_fast`]); `setup` binds
+/// `__sfast`.
+enum MmaStore {
+    /// The stores where `__sfast` holds; the caller writes the other path.
+    Fast { setup: TokenStream, fast: TokenStream },
+    /// The stores of both paths, branching on `__sfast`.
+    Both { setup: TokenStream, code: TokenStream },
 }
 
 /// The value of slot `j` in the fast path of an `mma` store: a call of its closure `__val`.

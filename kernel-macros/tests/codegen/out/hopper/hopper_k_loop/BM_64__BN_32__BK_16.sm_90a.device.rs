@@ -4300,61 +4300,61 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       })
                 },
             );
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> ::kernel_std::__private::device::F16 {
+                let __v: usize = __j % 2;
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                c_11[__j]
+              },
+            );
+            let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __warp * 1280usize) as u32;
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
+                  + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(0usize), __val(1usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(2usize), __val(3usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(4usize), __val(5usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(6usize), __val(7usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
+                  + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(8usize), __val(9usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(10usize), __val(11usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(12usize), __val(13usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(14usize), __val(15usize)),
+              ],
+            );
+            ::kernel_std::__private::device::warp_sync();
             if __sfast {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> ::kernel_std::__private::device::F16 {
-                  let __v: usize = __j % 2;
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  c_11[__j]
-                },
-              );
-              let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __warp * 1280usize) as u32;
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(0usize), __val(1usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(2usize), __val(3usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(4usize), __val(5usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(6usize), __val(7usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(8usize), __val(9usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(10usize), __val(11usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(12usize), __val(13usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(14usize), __val(15usize)),
-                ],
-              );
-              ::kernel_std::__private::device::warp_sync();
               for __q in 0..2usize {
                 let __qi: usize = __q * 32 + __lane;
                 if __qi < 64usize {
@@ -4413,64 +4413,9 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                   >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
                 }
               }
-              ::kernel_std::__private::device::warp_sync();
             } else {
               ::core::hint::cold_path();
               ::kernel_std::__private::device::outline(move || {
-                let __val = ::kernel_std::__private::device::inline_fn(
-                  #[inline(always)]
-                  |__j: usize| -> ::kernel_std::__private::device::F16 {
-                    let __v: usize = __j % 2;
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 32usize
-                      + ((__warp / 4) % 1usize) * 32usize
-                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    c_11[__j]
-                  },
-                );
-                let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __warp * 1280usize) as u32;
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
-                      + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(0usize), __val(1usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(2usize), __val(3usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(4usize), __val(5usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(6usize), __val(7usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
-                      + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(8usize), __val(9usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(10usize), __val(11usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(12usize), __val(13usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(14usize), __val(15usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::warp_sync();
                 for __q in 0..2usize {
                   let __qi: usize = __q * 32 + __lane;
                   if __qi < 64usize {
@@ -4800,9 +4745,9 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                     }
                   }
                 }
-                ::kernel_std::__private::device::warp_sync();
               });
             }
+            ::kernel_std::__private::device::warp_sync();
           }
         });
         return;
@@ -5196,60 +5141,60 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 })
           },
       );
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> ::kernel_std::__private::device::F16 {
+          let __v: usize = __j % 2;
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 32usize
+            + ((__warp / 4) % 1usize) * 32usize + (((__j) % 16usize) / 4) * 8
+            + (__j) % 2 + (__lane % 4) * 2;
+          c_11[__j]
+        },
+      );
+      let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+        + (0usize + __warp * 1280usize) as u32;
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(0usize), __val(1usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(2usize), __val(3usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(4usize), __val(5usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(6usize), __val(7usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(8usize), __val(9usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(10usize), __val(11usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(12usize), __val(13usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(14usize), __val(15usize)),
+        ],
+      );
+      ::kernel_std::__private::device::warp_sync();
       if __sfast {
-        let __val = ::kernel_std::__private::device::inline_fn(
-          #[inline(always)]
-          |__j: usize| -> ::kernel_std::__private::device::F16 {
-            let __v: usize = __j % 2;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            c_11[__j]
-          },
-        );
-        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-          + (0usize + __warp * 1280usize) as u32;
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(0usize), __val(1usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(2usize), __val(3usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(4usize), __val(5usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(6usize), __val(7usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(8usize), __val(9usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(10usize), __val(11usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(12usize), __val(13usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(14usize), __val(15usize)),
-          ],
-        );
-        ::kernel_std::__private::device::warp_sync();
         for __q in 0..2usize {
           let __qi: usize = __q * 32 + __lane;
           if __qi < 64usize {
@@ -5308,64 +5253,9 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
             >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
           }
         }
-        ::kernel_std::__private::device::warp_sync();
       } else {
         ::core::hint::cold_path();
         ::kernel_std::__private::device::outline(move || {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> ::kernel_std::__private::device::F16 {
-              let __v: usize = __j % 2;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              c_11[__j]
-            },
-          );
-          let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + __warp * 1280usize) as u32;
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(0usize), __val(1usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(2usize), __val(3usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(4usize), __val(5usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(6usize), __val(7usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(8usize), __val(9usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(10usize), __val(11usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(12usize), __val(13usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(14usize), __val(15usize)),
-            ],
-          );
-          ::kernel_std::__private::device::warp_sync();
           for __q in 0..2usize {
             let __qi: usize = __q * 32 + __lane;
             if __qi < 64usize {
@@ -5695,9 +5585,9 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
               }
             }
           }
-          ::kernel_std::__private::device::warp_sync();
         });
       }
+      ::kernel_std::__private::device::warp_sync();
     }
   }
 }

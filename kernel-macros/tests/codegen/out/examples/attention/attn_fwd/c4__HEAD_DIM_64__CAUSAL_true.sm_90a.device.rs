@@ -11971,98 +11971,98 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               )
           },
       );
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> ::kernel_std::__private::device::F16 {
+          let __v: usize = __j % 2;
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 64usize
+            + ((__warp / 4) % 1usize) * 64usize + (((__j) % 32usize) / 4) * 8
+            + (__j) % 2 + (__lane % 4) * 2;
+          o_40[__j]
+        },
+      );
+      let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+        + (0usize + __warp * 2304usize) as u32;
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(0usize), __val(1usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(2usize), __val(3usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(4usize), __val(5usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(6usize), __val(7usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 32usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(8usize), __val(9usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(10usize), __val(11usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(12usize), __val(13usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(14usize), __val(15usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 64usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(16usize), __val(17usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(18usize), __val(19usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(20usize), __val(21usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(22usize), __val(23usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 96usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(24usize), __val(25usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(26usize), __val(27usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(28usize), __val(29usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(30usize), __val(31usize)),
+        ],
+      );
+      ::kernel_std::__private::device::warp_sync();
       if __sfast {
-        let __val = ::kernel_std::__private::device::inline_fn(
-          #[inline(always)]
-          |__j: usize| -> ::kernel_std::__private::device::F16 {
-            let __v: usize = __j % 2;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_40[__j]
-          },
-        );
-        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-          + (0usize + __warp * 2304usize) as u32;
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(0usize), __val(1usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(2usize), __val(3usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(4usize), __val(5usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(6usize), __val(7usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 32usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(8usize), __val(9usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(10usize), __val(11usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(12usize), __val(13usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(14usize), __val(15usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 64usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(16usize), __val(17usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(18usize), __val(19usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(20usize), __val(21usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(22usize), __val(23usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 96usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(24usize), __val(25usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(26usize), __val(27usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(28usize), __val(29usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(30usize), __val(31usize)),
-          ],
-        );
-        ::kernel_std::__private::device::warp_sync();
         for __q in 0..4usize {
           let __qi: usize = __q * 32 + __lane;
           if __qi < 128usize {
@@ -12113,102 +12113,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
             >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
           }
         }
-        ::kernel_std::__private::device::warp_sync();
       } else {
         ::core::hint::cold_path();
         ::kernel_std::__private::device::outline(move || {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> ::kernel_std::__private::device::F16 {
-              let __v: usize = __j % 2;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              o_40[__j]
-            },
-          );
-          let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + __warp * 2304usize) as u32;
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(0usize), __val(1usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(2usize), __val(3usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(4usize), __val(5usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(6usize), __val(7usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 32usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(8usize), __val(9usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(10usize), __val(11usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(12usize), __val(13usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(14usize), __val(15usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 64usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(16usize), __val(17usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(18usize), __val(19usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(20usize), __val(21usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(22usize), __val(23usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 96usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(24usize), __val(25usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(26usize), __val(27usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(28usize), __val(29usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(30usize), __val(31usize)),
-            ],
-          );
-          ::kernel_std::__private::device::warp_sync();
           for __q in 0..4usize {
             let __qi: usize = __q * 32 + __lane;
             if __qi < 128usize {
@@ -12411,9 +12318,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               }
             }
           }
-          ::kernel_std::__private::device::warp_sync();
         });
       }
+      ::kernel_std::__private::device::warp_sync();
     }
   }
 }

@@ -9790,175 +9790,175 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       })
                 },
             );
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> ::kernel_std::__private::device::F16 {
+                let __v: usize = __j % 2;
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                c_22[__j]
+              },
+            );
+            let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __warp * 4352usize) as u32;
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+                  + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(0usize), __val(1usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(2usize), __val(3usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(4usize), __val(5usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(6usize), __val(7usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 32usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(8usize), __val(9usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(10usize), __val(11usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(12usize), __val(13usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(14usize), __val(15usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 64usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(16usize), __val(17usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(18usize), __val(19usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(20usize), __val(21usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(22usize), __val(23usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 96usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(24usize), __val(25usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(26usize), __val(27usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(28usize), __val(29usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(30usize), __val(31usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 128usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(32usize), __val(33usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(34usize), __val(35usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(36usize), __val(37usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(38usize), __val(39usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 160usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(40usize), __val(41usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(42usize), __val(43usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(44usize), __val(45usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(46usize), __val(47usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 192usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(48usize), __val(49usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(50usize), __val(51usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(52usize), __val(53usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(54usize), __val(55usize)),
+              ],
+            );
+            ::kernel_std::__private::device::stmatrix_x4(
+              __sw
+                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                  + 224usize + (__lane / 16) * 16) as u32,
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(56usize), __val(57usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(58usize), __val(59usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(60usize), __val(61usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(62usize), __val(63usize)),
+              ],
+            );
+            ::kernel_std::__private::device::warp_sync();
             if __sfast {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> ::kernel_std::__private::device::F16 {
-                  let __v: usize = __j % 2;
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 128usize
-                    + ((__warp / 4) % 1usize) * 128usize
-                    + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  c_22[__j]
-                },
-              );
-              let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __warp * 4352usize) as u32;
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(0usize), __val(1usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(2usize), __val(3usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(4usize), __val(5usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(6usize), __val(7usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 32usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(8usize), __val(9usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(10usize), __val(11usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(12usize), __val(13usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(14usize), __val(15usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 64usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(16usize), __val(17usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(18usize), __val(19usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(20usize), __val(21usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(22usize), __val(23usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 96usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(24usize), __val(25usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(26usize), __val(27usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(28usize), __val(29usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(30usize), __val(31usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 128usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(32usize), __val(33usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(34usize), __val(35usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(36usize), __val(37usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(38usize), __val(39usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 160usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(40usize), __val(41usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(42usize), __val(43usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(44usize), __val(45usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(46usize), __val(47usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 192usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(48usize), __val(49usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(50usize), __val(51usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(52usize), __val(53usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(54usize), __val(55usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 224usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(56usize), __val(57usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(58usize), __val(59usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(60usize), __val(61usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(62usize), __val(63usize)),
-                ],
-              );
-              ::kernel_std::__private::device::warp_sync();
               for __q in 0..8usize {
                 let __qi: usize = __q * 32 + __lane;
                 if __qi < 256usize {
@@ -10020,178 +10020,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
                 }
               }
-              ::kernel_std::__private::device::warp_sync();
             } else {
               ::core::hint::cold_path();
               ::kernel_std::__private::device::outline(move || {
-                let __val = ::kernel_std::__private::device::inline_fn(
-                  #[inline(always)]
-                  |__j: usize| -> ::kernel_std::__private::device::F16 {
-                    let __v: usize = __j % 2;
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 128usize
-                      + ((__warp / 4) % 1usize) * 128usize
-                      + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    c_22[__j]
-                  },
-                );
-                let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __warp * 4352usize) as u32;
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                      + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(0usize), __val(1usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(2usize), __val(3usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(4usize), __val(5usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(6usize), __val(7usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 32usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(8usize), __val(9usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(10usize), __val(11usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(12usize), __val(13usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(14usize), __val(15usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 64usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(16usize), __val(17usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(18usize), __val(19usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(20usize), __val(21usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(22usize), __val(23usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 96usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(24usize), __val(25usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(26usize), __val(27usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(28usize), __val(29usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(30usize), __val(31usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 128usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(32usize), __val(33usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(34usize), __val(35usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(36usize), __val(37usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(38usize), __val(39usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 160usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(40usize), __val(41usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(42usize), __val(43usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(44usize), __val(45usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(46usize), __val(47usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 192usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(48usize), __val(49usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(50usize), __val(51usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(52usize), __val(53usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(54usize), __val(55usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::stmatrix_x4(
-                  __sw
-                    + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                      + 224usize + (__lane / 16) * 16) as u32,
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(56usize), __val(57usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(58usize), __val(59usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(60usize), __val(61usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(62usize), __val(63usize)),
-                  ],
-                );
-                ::kernel_std::__private::device::warp_sync();
                 for __q in 0..8usize {
                   let __qi: usize = __q * 32 + __lane;
                   if __qi < 256usize {
@@ -10534,9 +10365,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     }
                   }
                 }
-                ::kernel_std::__private::device::warp_sync();
               });
             }
+            ::kernel_std::__private::device::warp_sync();
           }
         });
         return;
@@ -10962,174 +10793,174 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 })
           },
       );
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> ::kernel_std::__private::device::F16 {
+          let __v: usize = __j % 2;
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 128usize
+            + ((__warp / 4) % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          c_22[__j]
+        },
+      );
+      let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+        + (0usize + __warp * 4352usize) as u32;
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(0usize), __val(1usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(2usize), __val(3usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(4usize), __val(5usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(6usize), __val(7usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(8usize), __val(9usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(10usize), __val(11usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(12usize), __val(13usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(14usize), __val(15usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(16usize), __val(17usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(18usize), __val(19usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(20usize), __val(21usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(22usize), __val(23usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(24usize), __val(25usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(26usize), __val(27usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(28usize), __val(29usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(30usize), __val(31usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 128usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(32usize), __val(33usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(34usize), __val(35usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(36usize), __val(37usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(38usize), __val(39usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 160usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(40usize), __val(41usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(42usize), __val(43usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(44usize), __val(45usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(46usize), __val(47usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 192usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(48usize), __val(49usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(50usize), __val(51usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(52usize), __val(53usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(54usize), __val(55usize)),
+        ],
+      );
+      ::kernel_std::__private::device::stmatrix_x4(
+        __sw
+          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 224usize
+            + (__lane / 16) * 16) as u32,
+        [
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(56usize), __val(57usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(58usize), __val(59usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(60usize), __val(61usize)),
+          ::kernel_std::__private::device::pack2::<
+            ::kernel_std::__private::device::F16,
+          >(__val(62usize), __val(63usize)),
+        ],
+      );
+      ::kernel_std::__private::device::warp_sync();
       if __sfast {
-        let __val = ::kernel_std::__private::device::inline_fn(
-          #[inline(always)]
-          |__j: usize| -> ::kernel_std::__private::device::F16 {
-            let __v: usize = __j % 2;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 128usize
-              + ((__warp / 4) % 1usize) * 128usize
-              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            c_22[__j]
-          },
-        );
-        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-          + (0usize + __warp * 4352usize) as u32;
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(0usize), __val(1usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(2usize), __val(3usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(4usize), __val(5usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(6usize), __val(7usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(8usize), __val(9usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(10usize), __val(11usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(12usize), __val(13usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(14usize), __val(15usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(16usize), __val(17usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(18usize), __val(19usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(20usize), __val(21usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(22usize), __val(23usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(24usize), __val(25usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(26usize), __val(27usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(28usize), __val(29usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(30usize), __val(31usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 128usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(32usize), __val(33usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(34usize), __val(35usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(36usize), __val(37usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(38usize), __val(39usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 160usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(40usize), __val(41usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(42usize), __val(43usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(44usize), __val(45usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(46usize), __val(47usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 192usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(48usize), __val(49usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(50usize), __val(51usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(52usize), __val(53usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(54usize), __val(55usize)),
-          ],
-        );
-        ::kernel_std::__private::device::stmatrix_x4(
-          __sw
-            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 224usize
-              + (__lane / 16) * 16) as u32,
-          [
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(56usize), __val(57usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(58usize), __val(59usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(60usize), __val(61usize)),
-            ::kernel_std::__private::device::pack2::<
-              ::kernel_std::__private::device::F16,
-            >(__val(62usize), __val(63usize)),
-          ],
-        );
-        ::kernel_std::__private::device::warp_sync();
         for __q in 0..8usize {
           let __qi: usize = __q * 32 + __lane;
           if __qi < 256usize {
@@ -11191,178 +11022,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
           }
         }
-        ::kernel_std::__private::device::warp_sync();
       } else {
         ::core::hint::cold_path();
         ::kernel_std::__private::device::outline(move || {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> ::kernel_std::__private::device::F16 {
-              let __v: usize = __j % 2;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              c_22[__j]
-            },
-          );
-          let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + __warp * 4352usize) as u32;
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(0usize), __val(1usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(2usize), __val(3usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(4usize), __val(5usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(6usize), __val(7usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(8usize), __val(9usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(10usize), __val(11usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(12usize), __val(13usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(14usize), __val(15usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(16usize), __val(17usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(18usize), __val(19usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(20usize), __val(21usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(22usize), __val(23usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
-                + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(24usize), __val(25usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(26usize), __val(27usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(28usize), __val(29usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(30usize), __val(31usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                + 128usize + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(32usize), __val(33usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(34usize), __val(35usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(36usize), __val(37usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(38usize), __val(39usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                + 160usize + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(40usize), __val(41usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(42usize), __val(43usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(44usize), __val(45usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(46usize), __val(47usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                + 192usize + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(48usize), __val(49usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(50usize), __val(51usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(52usize), __val(53usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(54usize), __val(55usize)),
-            ],
-          );
-          ::kernel_std::__private::device::stmatrix_x4(
-            __sw
-              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                + 224usize + (__lane / 16) * 16) as u32,
-            [
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(56usize), __val(57usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(58usize), __val(59usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(60usize), __val(61usize)),
-              ::kernel_std::__private::device::pack2::<
-                ::kernel_std::__private::device::F16,
-              >(__val(62usize), __val(63usize)),
-            ],
-          );
-          ::kernel_std::__private::device::warp_sync();
           for __q in 0..8usize {
             let __qi: usize = __q * 32 + __lane;
             if __qi < 256usize {
@@ -11705,9 +11367,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               }
             }
           }
-          ::kernel_std::__private::device::warp_sync();
         });
       }
+      ::kernel_std::__private::device::warp_sync();
     }
   }
 }

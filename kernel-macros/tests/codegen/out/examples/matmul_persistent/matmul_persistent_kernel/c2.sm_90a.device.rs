@@ -18149,175 +18149,175 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                     })
               },
           );
+          let __val = ::kernel_std::__private::device::inline_fn(
+            #[inline(always)]
+            |__j: usize| -> ::kernel_std::__private::device::F16 {
+              let __v: usize = __j % 2;
+              let __f: usize = (((__warp / 4) / 1usize) * 128usize
+                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize
+                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              c_30[__j]
+            },
+          );
+          let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + __warp * 4352usize) as u32;
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(0usize), __val(1usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(2usize), __val(3usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(4usize), __val(5usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(6usize), __val(7usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(8usize), __val(9usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(10usize), __val(11usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(12usize), __val(13usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(14usize), __val(15usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(16usize), __val(17usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(18usize), __val(19usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(20usize), __val(21usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(22usize), __val(23usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(24usize), __val(25usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(26usize), __val(27usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(28usize), __val(29usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(30usize), __val(31usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 128usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(32usize), __val(33usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(34usize), __val(35usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(36usize), __val(37usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(38usize), __val(39usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 160usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(40usize), __val(41usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(42usize), __val(43usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(44usize), __val(45usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(46usize), __val(47usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 192usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(48usize), __val(49usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(50usize), __val(51usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(52usize), __val(53usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(54usize), __val(55usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 224usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(56usize), __val(57usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(58usize), __val(59usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(60usize), __val(61usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(62usize), __val(63usize)),
+            ],
+          );
+          ::kernel_std::__private::device::warp_sync();
           if __sfast {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> ::kernel_std::__private::device::F16 {
-                let __v: usize = __j % 2;
-                let __f: usize = (((__warp / 4) / 1usize) * 128usize
-                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 128usize
-                  + ((__warp / 4) % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                c_30[__j]
-              },
-            );
-            let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __warp * 4352usize) as u32;
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                  + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(0usize), __val(1usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(2usize), __val(3usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(4usize), __val(5usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(6usize), __val(7usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 32usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(8usize), __val(9usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(10usize), __val(11usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(12usize), __val(13usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(14usize), __val(15usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 64usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(18usize), __val(19usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(22usize), __val(23usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 96usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(26usize), __val(27usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(30usize), __val(31usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 128usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(32usize), __val(33usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(34usize), __val(35usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(36usize), __val(37usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(38usize), __val(39usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 160usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(40usize), __val(41usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(42usize), __val(43usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(44usize), __val(45usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(46usize), __val(47usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 192usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(48usize), __val(49usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(50usize), __val(51usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(52usize), __val(53usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(54usize), __val(55usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 224usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(56usize), __val(57usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(58usize), __val(59usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(60usize), __val(61usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(62usize), __val(63usize)),
-              ],
-            );
-            ::kernel_std::__private::device::warp_sync();
             for __q in 0..8usize {
               let __qi: usize = __q * 32 + __lane;
               if __qi < 256usize {
@@ -18379,393 +18379,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                 >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
               }
             }
-            ::kernel_std::__private::device::warp_sync();
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                  + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(64usize), __val(65usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(66usize), __val(67usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(68usize), __val(69usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(70usize), __val(71usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 32usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(72usize), __val(73usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(74usize), __val(75usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(76usize), __val(77usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(78usize), __val(79usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 64usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(80usize), __val(81usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(82usize), __val(83usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(84usize), __val(85usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(86usize), __val(87usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 96usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(88usize), __val(89usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(90usize), __val(91usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(92usize), __val(93usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(94usize), __val(95usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 128usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(96usize), __val(97usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(98usize), __val(99usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(100usize), __val(101usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(102usize), __val(103usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 160usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(104usize), __val(105usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(106usize), __val(107usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(108usize), __val(109usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(110usize), __val(111usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 192usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(112usize), __val(113usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(114usize), __val(115usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(116usize), __val(117usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(118usize), __val(119usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 224usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(120usize), __val(121usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(122usize), __val(123usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(124usize), __val(125usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(126usize), __val(127usize)),
-              ],
-            );
-            ::kernel_std::__private::device::warp_sync();
-            for __q in 0..8usize {
-              let __qi: usize = __q * 32 + __lane;
-              if __qi < 256usize {
-                let (__row, __ch): (usize, usize) = (
-                  __qi / 16usize,
-                  __qi % 16usize,
-                );
-                let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
-                  __sw + (__row * 272usize + __ch * 16) as u32,
-                );
-                let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_11,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((__warp / 4) / 1usize) * 128usize
-                                + 1usize * 64 + (__warp % 4) * 16 + __row) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize;
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_12,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4) / 1usize) * 128usize
-                              + 1usize * 64 + (__warp % 4) * 16 + __row) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize;
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
           } else {
             ::core::hint::cold_path();
             ::kernel_std::__private::device::outline(move || {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> ::kernel_std::__private::device::F16 {
-                  let __v: usize = __j % 2;
-                  let __f: usize = (((__warp / 4) / 1usize) * 128usize
-                    + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 128usize
-                    + ((__warp / 4) % 1usize) * 128usize
-                    + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  c_30[__j]
-                },
-              );
-              let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __warp * 4352usize) as u32;
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(0usize), __val(1usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(2usize), __val(3usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(4usize), __val(5usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(6usize), __val(7usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 32usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(8usize), __val(9usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(10usize), __val(11usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(12usize), __val(13usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(14usize), __val(15usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 64usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(16usize), __val(17usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(18usize), __val(19usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(20usize), __val(21usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(22usize), __val(23usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 96usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(24usize), __val(25usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(26usize), __val(27usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(28usize), __val(29usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(30usize), __val(31usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 128usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(32usize), __val(33usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(34usize), __val(35usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(36usize), __val(37usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(38usize), __val(39usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 160usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(40usize), __val(41usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(42usize), __val(43usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(44usize), __val(45usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(46usize), __val(47usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 192usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(48usize), __val(49usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(50usize), __val(51usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(52usize), __val(53usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(54usize), __val(55usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 224usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(56usize), __val(57usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(58usize), __val(59usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(60usize), __val(61usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(62usize), __val(63usize)),
-                ],
-              );
-              ::kernel_std::__private::device::warp_sync();
               for __q in 0..8usize {
                 let __qi: usize = __q * 32 + __lane;
                 if __qi < 256usize {
@@ -19108,160 +18724,227 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                   }
                 }
               }
-              ::kernel_std::__private::device::warp_sync();
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(64usize), __val(65usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(66usize), __val(67usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(68usize), __val(69usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(70usize), __val(71usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 32usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(72usize), __val(73usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(74usize), __val(75usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(76usize), __val(77usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(78usize), __val(79usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 64usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(80usize), __val(81usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(82usize), __val(83usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(84usize), __val(85usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(86usize), __val(87usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 96usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(88usize), __val(89usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(90usize), __val(91usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(92usize), __val(93usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(94usize), __val(95usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 128usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(96usize), __val(97usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(98usize), __val(99usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(100usize), __val(101usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(102usize), __val(103usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 160usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(104usize), __val(105usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(106usize), __val(107usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(108usize), __val(109usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(110usize), __val(111usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 192usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(112usize), __val(113usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(114usize), __val(115usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(116usize), __val(117usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(118usize), __val(119usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                    + 224usize + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(120usize), __val(121usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(122usize), __val(123usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(124usize), __val(125usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(126usize), __val(127usize)),
-                ],
-              );
-              ::kernel_std::__private::device::warp_sync();
+            });
+          }
+          ::kernel_std::__private::device::warp_sync();
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(64usize), __val(65usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(66usize), __val(67usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(68usize), __val(69usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(70usize), __val(71usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(72usize), __val(73usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(74usize), __val(75usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(76usize), __val(77usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(78usize), __val(79usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(80usize), __val(81usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(82usize), __val(83usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(84usize), __val(85usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(86usize), __val(87usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
+                + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(88usize), __val(89usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(90usize), __val(91usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(92usize), __val(93usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(94usize), __val(95usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 128usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(96usize), __val(97usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(98usize), __val(99usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(100usize), __val(101usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(102usize), __val(103usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 160usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(104usize), __val(105usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(106usize), __val(107usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(108usize), __val(109usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(110usize), __val(111usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 192usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(112usize), __val(113usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(114usize), __val(115usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(116usize), __val(117usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(118usize), __val(119usize)),
+            ],
+          );
+          ::kernel_std::__private::device::stmatrix_x4(
+            __sw
+              + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
+                + 224usize + (__lane / 16) * 16) as u32,
+            [
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(120usize), __val(121usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(122usize), __val(123usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(124usize), __val(125usize)),
+              ::kernel_std::__private::device::pack2::<
+                ::kernel_std::__private::device::F16,
+              >(__val(126usize), __val(127usize)),
+            ],
+          );
+          ::kernel_std::__private::device::warp_sync();
+          if __sfast {
+            for __q in 0..8usize {
+              let __qi: usize = __q * 32 + __lane;
+              if __qi < 256usize {
+                let (__row, __ch): (usize, usize) = (
+                  __qi / 16usize,
+                  __qi % 16usize,
+                );
+                let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+                  __sw + (__row * 272usize + __ch * 16) as u32,
+                );
+                let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_c_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cm,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_11,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((__warp / 4) / 1usize) * 128usize
+                                + 1usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                                + ((__warp / 4) % 1usize) * 128usize;
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cn,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_12,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (((__warp / 4) / 1usize) * 128usize
+                              + 1usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                              + ((__warp / 4) % 1usize) * 128usize;
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+              }
+            }
+          } else {
+            ::core::hint::cold_path();
+            ::kernel_std::__private::device::outline(move || {
               for __q in 0..8usize {
                 let __qi: usize = __q * 32 + __lane;
                 if __qi < 256usize {
@@ -19604,9 +19287,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                   }
                 }
               }
-              ::kernel_std::__private::device::warp_sync();
             });
           }
+          ::kernel_std::__private::device::warp_sync();
         }
         ::kernel_std::__private::device::bar_sync();
         __i = match __i.checked_add(__step) {
