@@ -5,10 +5,12 @@
 //! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
 //!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--sequential] [--progress]
 //!              [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent]
+//!              [--shapes MxNxK,...] [--no-tma]
 //! ```
 //!
 //! `--shapes 4096x4096x4000,...` times these shapes instead of the squares and the non-square
-//! set. `--persistent` adds the provider `ours-persistent`: the persistent matmul
+//! set. `--no-tma` builds no tensor maps (`Settings::tma`): sm_90a copies the operands with
+//! `cp.async`. `--persistent` adds the provider `ours-persistent`: the persistent matmul
 //! (`examples::matmul_persistent`, Triton's tutorial 09), one program per multiprocessor.
 //!
 //! `--layout` makes A and/or B transposed views (`t`: the transpose of a contiguous tensor, as
@@ -145,7 +147,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent] [--shapes MxNxK,...]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt] [--persistent] [--shapes MxNxK,...] [--no-tma]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -196,6 +198,12 @@ fn parse_args() -> Result<Args> {
             "--progress" => a.progress = true,
             "--launch-overhead" => a.launch_overhead = true,
             "--persistent" => a.persistent = true,
+            "--no-tma" => {
+                // Before the first launch: sm_90a then copies operands with `cp.async`.
+                let mut settings = kernel_runtime::Settings::from_env();
+                settings.tma = false;
+                settings.install().map_err(|e| anyhow::anyhow!("--no-tma: {e}"))?;
+            }
             "--triton-kernels" => a.triton = Some(PathBuf::from(value("--triton-kernels")?)),
             "--layout" => {
                 a.layout = match value("--layout")?.as_str() {
