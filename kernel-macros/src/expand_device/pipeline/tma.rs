@@ -374,7 +374,7 @@ impl DevGen<'_> {
         let end_col = if cols.is_some() { quote!(__jl + 1) } else { quote!(#inner) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-            let inside = self.tma_inside_unmasked(c, mk, &end_col, Staging::Rows);
+            let inside = self.tma_inside_unmasked(c, mk, &end_col);
             let row = Self::tma_outside_line(&m_j, &end_col, row_live, &inside);
             let lines = self.tma_over_lines(c, rows_n, Some(inner), row);
             quote!(#cols #lines)
@@ -437,8 +437,8 @@ impl DevGen<'_> {
         let end_row = if rows_end.is_some() { quote!(__jl + 1) } else { quote!(#rows_n) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__j * #inner + __r))));
-            let inside = self.tma_inside_unmasked(c, mk, &end_row, Staging::Cols);
-            let line = Self::tma_outside_line(&m_j, &end_row, col_live.as_ref(), &inside);
+            // (A map row is a column of the block, along which the chunk tests do not look.)
+            let line = Self::tma_outside_line(&m_j, &end_row, col_live.as_ref(), &quote!(__mz = false;));
             let lines = self.tma_over_lines(c, inner, None, line);
             quote!(#rows_end #lines)
         });
@@ -491,38 +491,31 @@ impl DevGen<'_> {
         }
     }
 
-    /// For map line `__r` of the last box: clears `__mz` unless its first `__je` elements (those
-    /// inside the view, `__je` at most `end`) are unmasked, and unless the copy engine's fill is
-    /// the load's `other` (`+0`, or none). With every masked element of the last box outside the
-    /// view, the copy engine has filled each of them with `other`: the fix-up has nothing to do
-    /// (`__mz`, voted in `gen_pipelined`). `staging` says where element `__i` of the line is: a
-    /// `Rows` line is a row of the block from `__f0`, tested at its two ends where the mask is
-    /// monotone along the row, else element by element; a `Cols` line is column `__r` of the
-    /// block (rows of `inner` elements), tested element by element.
-    fn tma_inside_unmasked(&mut self, c: &TmaCtx, mk: ExprId, end: &TokenStream, staging: Staging) -> TokenStream {
+    /// For a `Rows` map line `__r` (first element `__f0`) of the last box: clears `__mz` unless
+    /// its first `__je` elements (those inside the view, `__je` at most `end`) are unmasked,
+    /// tested at their two ends where the mask is monotone along the row, else element by
+    /// element; and unless the copy engine's fill is the load's `other` (`+0`, or none). With
+    /// every masked element of the last box outside the view, the copy engine has filled each
+    /// of them with `other`: the fix-up has nothing to do (`__mz`, voted in `gen_pipelined`).
+    fn tma_inside_unmasked(&mut self, c: &TmaCtx, mk: ExprId, end: &TokenStream) -> TokenStream {
         let op = c.op;
         if !op.other.is_none_or(|o| fills_as_zero(self.k, o)) {
             return quote!(__mz = false;);
         }
-        let inner = op.inner;
-        if staging == Staging::Rows {
-            let moves = self.child_moves(op.load, mk, true);
-            let at0 = self.sub_at(op.load, mk, &At::Flat(quote!((__f0))));
-            let at1 = self.sub_at(op.load, mk, &At::Flat(quote!((__f0 + __je - 1))));
-            if let Some(all) = self.chunk_is(mk, true, moves, &at0, &at1) {
-                return quote!(__mz = __mz && #all;);
-            }
-        }
-        let at_i = match staging {
-            Staging::Rows => At::Flat(quote!((__f0 + __i))),
-            Staging::Cols => At::Flat(quote!((__i * #inner + __r))),
-        };
-        let m_i = self.operand(op.load, mk, &at_i);
-        quote! {
-            let mut __i: usize = 0;
-            while __i < __je && __i < #end {
-                __mz = __mz && #m_i;
-                __i += 1;
+        let moves = self.child_moves(op.load, mk, true);
+        let at0 = self.sub_at(op.load, mk, &At::Flat(quote!((__f0))));
+        let at1 = self.sub_at(op.load, mk, &At::Flat(quote!((__f0 + __je - 1))));
+        match self.chunk_is(mk, true, moves, &at0, &at1) {
+            Some(all) => quote!(__mz = __mz && #all;),
+            None => {
+                let m_i = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __i))));
+                quote! {
+                    let mut __i: usize = 0;
+                    while __i < __je && __i < #end {
+                        __mz = __mz && #m_i;
+                        __i += 1;
+                    }
+                }
             }
         }
     }

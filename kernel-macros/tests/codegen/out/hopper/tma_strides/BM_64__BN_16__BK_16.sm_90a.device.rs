@@ -621,32 +621,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                 };
                 let __je: usize = if __j < 64usize { __j } else { 64usize };
                 if __je > 0 {
-                  let mut __i: usize = 0;
-                  while __i < __je && __i < 64usize {
-                    __mz = __mz
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__i * 16usize + __r);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              k_6,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      );
-                    __i += 1;
-                  }
+                  __mz = false;
                 }
                 while __j < 64usize {
                   __ok = __ok

@@ -1411,24 +1411,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
                       };
                       let __je: usize = if __j < 64usize { __j } else { 64usize };
                       if __je > 0 {
-                        let mut __i: usize = 0;
-                        while __i < __je && __i < 64usize {
-                          __mz = __mz
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_28,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 32usize + __r);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            );
-                          __i += 1;
-                        }
+                        __mz = false;
                       }
                       while __j < 64usize {
                         __ok = __ok

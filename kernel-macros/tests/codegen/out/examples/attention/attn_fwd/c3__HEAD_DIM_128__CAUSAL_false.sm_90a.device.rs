@@ -1418,24 +1418,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         128usize
                       };
                       if __je > 0 {
-                        let mut __i: usize = 0;
-                        while __i < __je && __i < 128usize {
-                          __mz = __mz
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_28,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 32usize + __r);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            );
-                          __i += 1;
-                        }
+                        __mz = false;
                       }
                       while __j < 128usize {
                         __ok = __ok

@@ -1133,29 +1133,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         };
                         let __je: usize = if __j < 64usize { __j } else { 64usize };
                         if __je > 0 {
-                          let mut __i: usize = 0;
-                          while __i < __je && __i < 64usize {
-                            __mz = __mz
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                            __i += 1;
-                          }
+                          __mz = false;
                         }
                         while __j < 64usize {
                           __ok = __ok
@@ -1225,29 +1203,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                           __jl + 1
                         };
                         if __je > 0 {
-                          let mut __i: usize = 0;
-                          while __i < __je && __i < __jl + 1 {
-                            __mz = __mz
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                            __i += 1;
-                          }
+                          __mz = false;
                         }
                         while __j < __jl + 1 {
                           __ok = __ok
@@ -2052,29 +2008,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         };
                         let __je: usize = if __j < 64usize { __j } else { 64usize };
                         if __je > 0 {
-                          let mut __i: usize = 0;
-                          while __i < __je && __i < 64usize {
-                            __mz = __mz
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 64usize + __r);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                            __i += 1;
-                          }
+                          __mz = false;
                         }
                         while __j < 64usize {
                           __ok = __ok
@@ -2135,29 +2069,7 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                           };
                           let __je: usize = if __j < 64usize { __j } else { 64usize };
                           if __je > 0 {
-                            let mut __i: usize = 0;
-                            while __i < __je && __i < 64usize {
-                              __mz = __mz
-                                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__i * 64usize + __r);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ki_22,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                  ),
-                                );
-                              __i += 1;
-                            }
+                            __mz = false;
                           }
                           while __j < 64usize {
                             __ok = __ok

@@ -878,40 +878,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 };
                 let __je: usize = if __j < 64usize { __j } else { 64usize };
                 if __je > 0 {
-                  let mut __i: usize = 0;
-                  while __i < __je && __i < 64usize {
-                    __mz = __mz
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__i * 32usize + __r);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      );
-                    __i += 1;
-                  }
+                  __mz = false;
                 }
                 while __j < 64usize {
                   __ok = __ok
@@ -1325,40 +1292,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 };
                 let __je: usize = if __j < 32usize { __j } else { 32usize };
                 if __je > 0 {
-                  let mut __i: usize = 0;
-                  while __i < __je && __i < 32usize {
-                    __mz = __mz
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__i * 64usize + __r);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      );
-                    __i += 1;
-                  }
+                  __mz = false;
                 }
                 while __j < 32usize {
                   __ok = __ok

@@ -1251,49 +1251,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                   };
                   let __je: usize = if __j < 32usize { __j } else { 32usize };
                   if __je > 0 {
-                    let mut __i: usize = 0;
-                    while __i < __je && __i < 32usize {
-                      __mz = __mz
-                        && <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__i * 64usize + __r);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                kk_3,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__i * 64usize + __r);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        );
-                      __i += 1;
-                    }
+                    __mz = false;
                   }
                   while __j < 32usize {
                     __ok = __ok
@@ -1374,49 +1332,7 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                     };
                     let __je: usize = if __j < 32usize { __j } else { 32usize };
                     if __je > 0 {
-                      let mut __i: usize = 0;
-                      while __i < __je && __i < 32usize {
-                        __mz = __mz
-                          && <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 64usize + __r);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  kk_3,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__i * 64usize + __r);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          );
-                        __i += 1;
-                      }
+                      __mz = false;
                     }
                     while __j < 32usize {
                       __ok = __ok
