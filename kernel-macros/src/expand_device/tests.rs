@@ -208,6 +208,27 @@ fn tma_of(src: &str) -> (String, Vec<TmaDesc>) {
     (out, entry(k, "mm", vals, (*warps, *stages, None), &[]).expect("a valid plan").tma)
 }
 
+/// A K tail whose masked elements lie outside the view (filled with zeros by the copy engine)
+/// needs no fix-up when the loads' `other` is zero: the element check tests the in-view part of
+/// each row of the last box and the block votes on it (`__mz`); an `other` that is not zero
+/// clears the vote instead of testing.
+#[test]
+fn k_tails_outside_the_view_need_no_fix_up_when_other_is_zero() {
+    let (zero, _) = tma_of(&matmul(3, 32, ""));
+    assert!(zero.contains("bar_and (__mall || (__mmid && __mz))"), "the fix-up left out on the vote");
+    let tested = |out: &str| out.matches("__mz = __mz &&").count();
+    let cleared = |out: &str| out.matches("__mz = false").count();
+    assert!(tested(&zero) > 0, "the in-view elements of the last box tested");
+    // A's `other` 1.0: its rows clear the vote where they would be tested; B's are still tested.
+    let ones = matmul(3, 32, "").replace("offs_k.as_row() < K - k * BK, 0.0", "offs_k.as_row() < K - k * BK, 1.0");
+    let (one, _) = tma_of(&ones);
+    assert!(tested(&one) > 0 && tested(&one) < tested(&zero), "only B's rows tested");
+    assert!(cleared(&one) > cleared(&zero), "A's rows clear the vote");
+    // `-0.0` is not the copy engine's fill either.
+    let neg = matmul(3, 32, "").replace("offs_k.as_row() < K - k * BK, 0.0", "offs_k.as_row() < K - k * BK, -0.0");
+    assert_eq!(tested(&tma_of(&neg).0), tested(&one));
+}
+
 /// K tiles of 128 (too large for the snapshots; two warpgroups take the same path in
 /// `hopper.rs`'s `hopper_reader_barriers`).
 #[test]
