@@ -612,8 +612,9 @@ impl DevGen<'_> {
             // Whether every operand can be copied with its tensor map; whether no element
             // is masked in any iteration, or in none before the last one and there only
             // outside the view, filled with `other` by the copy engine (no fix-up); or in none
-            // before the last one (fix-up in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
-            // used, after the chunk set-up): every access proven in bounds.
+            // before the last one (fix-up in the last one only). Word 0 of `flag` (voted only
+            // when the tensor maps are not used, after the chunk set-up): every access proven
+            // in bounds.
             let __w: u32 = #d::smem_addr() + #flag as u32;
             if __tid == 0 {
                 #d::store(__smem.add(#flag) as *mut u32, 1u32);

@@ -14,6 +14,7 @@
 
 use super::*;
 use crate::expand_device::chunks::Along;
+use crate::expand_device::plan::split::is_zero_bits;
 use crate::expand_device::plan::LiveLines;
 
 /// What the tensor-map code of one operand needs from the pipeline (see `gen_pipelined`).
@@ -374,7 +375,7 @@ impl DevGen<'_> {
         let end_col = if cols.is_some() { quote!(__jl + 1) } else { quote!(#inner) };
         let outside = op.mask.map(|mk| {
             let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-            let inside = self.tma_inside_unmasked(c, mk, &end_col);
+            let inside = self.tma_inside_unmasked(c, mk);
             let row = Self::tma_outside_line(&m_j, &end_col, row_live, &inside);
             let lines = self.tma_over_lines(c, rows_n, Some(inner), row);
             quote!(#cols #lines)
@@ -492,14 +493,14 @@ impl DevGen<'_> {
     }
 
     /// For a `Rows` map line `__r` (first element `__f0`) of the last box: clears `__mz` unless
-    /// its first `__je` elements (those inside the view, `__je` at most `end`) are unmasked,
+    /// its first `__je` elements (those inside the view, up to the line's end) are unmasked,
     /// tested at their two ends where the mask is monotone along the row, else element by
     /// element; and unless the copy engine's fill is the load's `other` (`+0`, or none). With
     /// every masked element of the last box outside the view, the copy engine has filled each
     /// of them with `other`: the fix-up has nothing to do (`__mz`, voted in `gen_pipelined`).
-    fn tma_inside_unmasked(&mut self, c: &TmaCtx, mk: ExprId, end: &TokenStream) -> TokenStream {
+    fn tma_inside_unmasked(&mut self, c: &TmaCtx, mk: ExprId) -> TokenStream {
         let op = c.op;
-        if !op.other.is_none_or(|o| fills_as_zero(self.k, o)) {
+        if !op.other.is_none_or(|o| is_zero_bits(self.k, o)) {
             return quote!(__mz = false;);
         }
         let moves = self.child_moves(op.load, mk, true);
@@ -511,7 +512,7 @@ impl DevGen<'_> {
                 let m_i = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __i))));
                 quote! {
                     let mut __i: usize = 0;
-                    while __i < __je && __i < #end {
+                    while __i < __je {
                         __mz = __mz && #m_i;
                         __i += 1;
                     }
@@ -734,16 +735,5 @@ impl DevGen<'_> {
             #main
         });
         TmaVersion { pre, maps, fill, post, oks, main, filled }
-    }
-}
-
-/// Whether the block `e` is all zero bits (`+0`, `0`, a cast or broadcast of one): what the
-/// copy engine writes for elements outside a map.
-fn fills_as_zero(k: &Kernel, e: ExprId) -> bool {
-    match &k.exprs[e].kind {
-        ExprKind::Full(x) | ExprKind::Cast(x) | ExprKind::BroadcastTo(x) => fills_as_zero(k, *x),
-        ExprKind::Lit(Lit::Int(0)) => true,
-        ExprKind::Lit(Lit::Float(v)) => v.to_bits() == 0,
-        _ => false,
     }
 }

@@ -55,12 +55,25 @@ pub(crate) fn reads(k: &Kernel, s: &Stmt, l: LocalId) -> bool {
     DevGen::stmt_roots(s).into_iter().any(|e| uses_local(k, e, l)) || s.bodies().into_iter().flatten().any(|s| reads(k, s, l))
 }
 
-/// Whether `e` is a block of zeros (`zeros`, `full(.., 0)`, a cast or broadcast of one).
+/// Whether `e` is a block of zeros (`zeros`, `full(.., 0)`, a cast or broadcast of one; `-0.0`
+/// included).
 pub(crate) fn is_zero(k: &Kernel, e: ExprId) -> bool {
+    zero_block(k, e, |v| v == 0.0)
+}
+
+/// Whether `e` is a block of zero bits: [`is_zero`] without `-0.0` (what the copy engine writes
+/// for elements outside a tensor map).
+pub(crate) fn is_zero_bits(k: &Kernel, e: ExprId) -> bool {
+    zero_block(k, e, |v| v.to_bits() == 0)
+}
+
+/// Whether `e` is a block of an integer 0 or of a float literal that `float_zero` accepts, through
+/// `full`, casts and broadcasts.
+fn zero_block(k: &Kernel, e: ExprId, float_zero: fn(f64) -> bool) -> bool {
     match &k.exprs[e].kind {
-        ExprKind::Full(x) | ExprKind::Cast(x) | ExprKind::BroadcastTo(x) => is_zero(k, *x),
+        ExprKind::Full(x) | ExprKind::Cast(x) | ExprKind::BroadcastTo(x) => zero_block(k, *x, float_zero),
         ExprKind::Lit(Lit::Int(0)) => true,
-        ExprKind::Lit(Lit::Float(v)) => *v == 0.0,
+        ExprKind::Lit(Lit::Float(v)) => float_zero(*v),
         _ => false,
     }
 }
