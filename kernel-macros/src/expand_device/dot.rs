@@ -130,15 +130,27 @@ impl DevGen<'_> {
         // Operands the statement staged may be overwritten by the next statement: a barrier
         // after the product, unless every operand lives across the loop's statements.
         let lasting = |x: ExprId| self.resident.contains_key(&x) || self.ahead.contains_key(&x);
-        let free = self.followed.contains(&id) && (reg_a.is_some() || lasting(a)) && lasting(b);
+        let all_lasting = (reg_a.is_some() || lasting(a)) && lasting(b);
+        // Operands copied ahead with tensor maps, the others resident or in registers: every
+        // thread waited for the copies itself (`pipeline/ahead.rs`), so only a fix-up of masked
+        // elements in this iteration (`__fixnow`, uniform over the block) needs the barrier
+        // before the product (the one after the last product still keeps a buffer from being
+        // copied into while a warp reads it).
+        let by_tma = |x: ExprId| self.ahead.get(&x).is_some_and(super::operands::Ahead::by_tma);
+        let tma_only = all_lasting && (by_tma(a) || by_tma(b));
+        let free = self.followed.contains(&id) && all_lasting;
         let after = (!free).then(|| quote!(#d::bar_sync();));
+        let before = if tma_only {
+            quote!(if __fixnow { #fence #d::bar_sync(); })
+        } else {
+            quote!(#fence #d::bar_sync();)
+        };
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
             #init
             #stage_a
             #stage_b
-            #fence
-            #d::bar_sync();
+            #before
             #compute
             #add_sums
             #after

@@ -25,6 +25,13 @@ pub(super) struct Ahead {
     tma: Option<TokenStream>,
 }
 
+impl Ahead {
+    /// Whether the loop version being generated copies this operand with tensor maps.
+    pub(super) fn by_tma(&self) -> bool {
+        self.tma.is_some()
+    }
+}
+
 /// The copies ahead of one loop, for the code around it (`stmt.rs`): the first `depth`
 /// iterations' copies (before the loop), the copies `depth` iterations ahead at the top of each
 /// iteration (from its variable `__i`), both ending with `cp.async` groups, the variable the

@@ -788,6 +788,34 @@ fn copies_ahead_take_tensor_maps_on_sm_90a() {
     assert!(matches!(only_loop(&p), Schedule::AsWritten { tma: Some(_), .. }), "a scalar shift times a scalar: {p}");
 }
 
+/// A loop whose operands are copied ahead with tensor maps has one block barrier per iteration,
+/// after its last `dot` (the buffer it read is copied into next): every thread waits for the
+/// copies' `mbarrier` itself, so the `dot`s need no barrier before them, except in an iteration
+/// that fixes up masked elements in shared memory (`__fixnow`, uniform over the block).
+#[test]
+fn copies_ahead_with_tensor_maps_need_one_block_barrier_per_iteration() {
+    let src = attention_strided("cols.as_row() * sk + offs_d.as_col()");
+    let (attr, body) = src.split_once('\n').unwrap();
+    let (out, p) = first_plan(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body, Target::Sm90a);
+    assert!(matches!(only_loop(&p), Schedule::AsWritten { tma: Some(_), .. }), "{p}");
+    // The tensor-map version of the loop: from its first iteration's set-up to the `cp.async`
+    // version that follows it.
+    let start = out.find("let __fixnow").expect("the tensor-map loop");
+    let len = out[start..].find("cp_async_wait_group").expect("the cp.async version after it");
+    let body = &out[start..start + len];
+    let unguarded = body.match_indices("bar_sync").filter(|(at, _)| {
+        // Inside `if __fixnow { .. }`: the guard is the last `if` before it, with no brace closed
+        // in between.
+        body[..*at].rfind("if __fixnow").is_none_or(|g| body[g..*at].contains('}'))
+    });
+    assert_eq!(unguarded.count(), 1, "one unconditional barrier, after the second dot");
+    assert_eq!(body.matches("if __fixnow").count(), 4, "each operand's fix-up, and a barrier before each dot");
+    // The `cp.async` version has a barrier before each dot and one after the last.
+    let rest = &out[start + len..];
+    let cp_body = &rest[..rest.find("if __ta").expect("after the loop, the barriers' release")];
+    assert_eq!(cp_body.matches("bar_sync").count(), 3, "{cp_body}");
+}
+
 /// Flash attention's key and value pointers written as Triton's tutorial writes them (two
 /// offsets blocks over the parameter, terms in either order) take the tensor maps of the
 /// parenthesised form; not when the scalar pointer moves with the loop variable (the boxes

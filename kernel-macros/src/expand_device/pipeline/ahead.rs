@@ -189,12 +189,19 @@ impl DevGen<'_> {
         // Iteration `__ic + depth` exists when the loop variable gets there.
         let next_issue = issue(quote!(#ic + #depth_i), quote!((if #buf == 0 { #depth_u } else { #buf - 1 }) as usize));
         // The buffer and barrier phase of iteration `__ic`, worked out at its top (fewer values
-        // carried round the loop).
+        // carried round the loop), and whether its copies need the fix-up (`__fixnow`, the same
+        // in every thread; without it, the `dot`s that read only tiles that last through the
+        // iteration need no block barrier before them, `dot.rs`).
         let bufs = depth_u + 1;
         let next_in = in_loop_range(&quote!(__nx));
         let next = quote! {
             let #buf: u32 = (#ic as u32) % #bufs;
             let #ph: u32 = ((#ic as u32) / #bufs) & 1;
+            let __lastit: bool = match __i.checked_add(__step) {
+                Some(__nx) => !#next_in,
+                None => true,
+            };
+            let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
             if __tid == 0 {
                 if let Some(__nx) = (#depth_i as #t).checked_mul(__step).and_then(|__s| __i.checked_add(__s)) {
                     if #next_in {
@@ -235,14 +242,8 @@ impl DevGen<'_> {
             Staging::Cols => Tile::of(o.layout, inner, rows).index(quote!(((__e % #inner) * #rows + __e / #inner))),
         };
         let (tile_off, delta) = (o.first, o.delta);
-        let next_in = in_loop_range(&quote!(__nx));
         Some(quote! {
-            // The last iteration: the loop variable goes no further.
-            let __lastit: bool = match __i.checked_add(__step) {
-                Some(__nx) => !#next_in,
-                None => true,
-            };
-            if !__nofix && (!__fixlast || __lastit) {
+            if __fixnow {
                 let __fb = __smem.add(#tile_off + (#buf as usize) * #delta) as *mut #e;
                 let __ne: usize = #d::opaque_usize(#numel);
                 let mut __e: usize = __tid;

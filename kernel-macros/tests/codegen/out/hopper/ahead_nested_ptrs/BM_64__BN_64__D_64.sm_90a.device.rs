@@ -3246,6 +3246,14 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
           let start_n_7: i32 = __i;
           let __buf1: u32 = (__ic7 as u32) % 3u32;
           let __aph7: u32 = ((__ic7 as u32) / 3u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (2i32 as i32)
               .checked_mul(__step)
@@ -3332,14 +3340,7 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
               + (57344usize + (__buf1 as usize) * 8) as u32,
             __aph7,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(8192usize + (__buf1 as usize) * 8192usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3381,8 +3382,10 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
               __e += 128usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -3701,14 +3704,7 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
               + (57344usize + (__buf1 as usize) * 8) as u32,
             __aph7,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(32768usize + (__buf1 as usize) * 8192usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3749,8 +3745,10 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
               __e += 128usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar11: [u32; 16usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(

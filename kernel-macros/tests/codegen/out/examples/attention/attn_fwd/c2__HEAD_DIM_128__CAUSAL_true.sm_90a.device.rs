@@ -3457,6 +3457,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
           let start_n_18: i32 = __i;
           let __buf1: u32 = (__ic18 as u32) % 2u32;
           let __aph18: u32 = ((__ic18 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3565,8 +3573,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               + (65536usize + (__buf1 as usize) * 8) as u32,
             __aph18,
           );
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -3914,8 +3924,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               + (65536usize + (__buf1 as usize) * 8) as u32,
             __aph18,
           );
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar5: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(
@@ -9011,6 +9023,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
           let start_n_28: i32 = __i;
           let __buf12: u32 = (__ic28 as u32) % 2u32;
           let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -9119,14 +9139,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               + (65536usize + (__buf12 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem
               .add(32768usize + (__buf12 as usize) * 8192usize)
               as *mut ::kernel_std::__private::device::F16;
@@ -9172,8 +9185,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               __e += 256usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -9629,14 +9644,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               + (65536usize + (__buf12 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem
               .add(49152usize + (__buf12 as usize) * 8192usize)
               as *mut ::kernel_std::__private::device::F16;
@@ -9681,8 +9689,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               __e += 256usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar22: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(

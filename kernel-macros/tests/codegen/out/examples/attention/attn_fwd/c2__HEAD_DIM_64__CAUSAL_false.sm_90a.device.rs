@@ -3375,6 +3375,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
           let start_n_28: i32 = __i;
           let __buf1: u32 = (__ic28 as u32) % 2u32;
           let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3461,14 +3469,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
               + (32768usize + (__buf1 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(16384usize + (__buf1 as usize) * 4096usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3510,8 +3511,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
               __e += 256usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -3943,14 +3946,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
               + (32768usize + (__buf1 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(24576usize + (__buf1 as usize) * 4096usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3991,8 +3987,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
               __e += 256usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar11: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(

@@ -3400,6 +3400,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
           let start_n_18: i32 = __i;
           let __buf1: u32 = (__ic18 as u32) % 2u32;
           let __aph18: u32 = ((__ic18 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3486,8 +3494,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (32768usize + (__buf1 as usize) * 8) as u32,
             __aph18,
           );
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -3811,8 +3821,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (32768usize + (__buf1 as usize) * 8) as u32,
             __aph18,
           );
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar5: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(
@@ -8789,6 +8801,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
           let start_n_28: i32 = __i;
           let __buf12: u32 = (__ic28 as u32) % 2u32;
           let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -8875,14 +8895,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (32768usize + (__buf12 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem
               .add(16384usize + (__buf12 as usize) * 4096usize)
               as *mut ::kernel_std::__private::device::F16;
@@ -8925,8 +8938,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               __e += 256usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -9358,14 +9373,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (32768usize + (__buf12 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem
               .add(24576usize + (__buf12 as usize) * 4096usize)
               as *mut ::kernel_std::__private::device::F16;
@@ -9407,8 +9415,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               __e += 256usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar22: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(

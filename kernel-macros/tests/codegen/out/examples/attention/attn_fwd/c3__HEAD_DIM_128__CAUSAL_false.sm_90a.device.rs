@@ -3438,6 +3438,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
           let start_n_28: i32 = __i;
           let __buf1: u32 = (__ic28 as u32) % 2u32;
           let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3546,14 +3554,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               + (49152usize + (__buf1 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(16384usize + (__buf1 as usize) * 8192usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3598,8 +3599,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               __e += 128usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -4052,14 +4055,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               + (49152usize + (__buf1 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(32768usize + (__buf1 as usize) * 8192usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4103,8 +4099,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               __e += 128usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar11: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(

@@ -3398,6 +3398,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
           let start_n_18: i32 = __i;
           let __buf1: u32 = (__ic18 as u32) % 2u32;
           let __aph18: u32 = ((__ic18 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -3484,8 +3492,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               + (24576usize + (__buf1 as usize) * 8) as u32,
             __aph18,
           );
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -3806,8 +3816,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               + (24576usize + (__buf1 as usize) * 8) as u32,
             __aph18,
           );
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar5: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(
@@ -8779,6 +8791,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
           let start_n_28: i32 = __i;
           let __buf12: u32 = (__ic28 as u32) % 2u32;
           let __aph28: u32 = ((__ic28 as u32) / 2u32) & 1;
+          let __lastit: bool = match __i.checked_add(__step) {
+            Some(__nx) => {
+              !((__step > 0 && __nx < __end)
+                || (__step < 0 && __nx > __end))
+            }
+            None => true,
+          };
+          let __fixnow: bool = !__nofix && (!__fixlast || __lastit);
           if __tid == 0 {
             if let Some(__nx) = (1i32 as i32)
               .checked_mul(__step)
@@ -8865,14 +8885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               + (24576usize + (__buf12 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem.add(8192usize + (__buf12 as usize) * 4096usize)
               as *mut ::kernel_std::__private::device::F16;
             let __ne: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8914,8 +8927,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               __e += 128usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             {
               let __wg: usize = __warp / 4;
@@ -9344,14 +9359,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               + (24576usize + (__buf12 as usize) * 8) as u32,
             __aph28,
           );
-          let __lastit: bool = match __i.checked_add(__step) {
-            Some(__nx) => {
-              !((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-            }
-            None => true,
-          };
-          if !__nofix && (!__fixlast || __lastit) {
+          if __fixnow {
             let __fb = __smem
               .add(16384usize + (__buf12 as usize) * 4096usize)
               as *mut ::kernel_std::__private::device::F16;
@@ -9393,8 +9401,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               __e += 128usize;
             }
           }
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if __fixnow {
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+          }
           {
             let __ar22: [u32; 8usize] = {
               let __val = ::kernel_std::__private::device::inline_fn(
