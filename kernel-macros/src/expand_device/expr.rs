@@ -301,6 +301,7 @@ impl DevGen<'_> {
                 let tr = if k.exprs[xs[0]].ty.dtype().is_some_and(|d| d.is_float()) { quote!(Float) } else { quote!(Int) };
                 quote!(<#xt as #d::#tr>::#f(#(#vs),*))
             }
+            ExprKind::Where(c, a, _) if self.assume.contains(c) => self.operand(id, *a, at),
             ExprKind::Where(c, a, b) => {
                 let (vc, va, vb) = (self.operand(id, *c, at), self.operand(id, *a, at), self.operand(id, *b, at));
                 // Both sides computed ahead where that is cheap and safe: a select, and a value

@@ -28,7 +28,7 @@ use crate::expand_cpu::param_ident;
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod accumulate;
 mod alias;
@@ -53,6 +53,7 @@ mod plan;
 pub use entry::entry;
 mod split;
 mod stepped;
+mod uniform;
 mod vector;
 mod whole;
 mod whole_loop;
@@ -224,8 +225,9 @@ impl Target {
 /// - per statement, its `dot` and reduction results (`temps`);
 /// - per phase, its iteration (`iter_numel`, `iter_layout`), the values it stages (`staged`)
 ///   and the loads it reads ahead (`prefetched`);
-/// - per loop being generated, its resident and copied-ahead operands (`resident`, `ahead`)
-///   and its loop-level tests (`loop_tests`);
+/// - per loop being generated, its resident and copied-ahead operands (`resident`, `ahead`),
+///   its loop-level tests (`loop_tests`) and, in the version of its body for iterations where
+///   they hold on the whole block, its `where_` conditions (`assume`);
 /// - the fresh-name counter.
 struct DevGen<'a> {
     p: &'a DevicePlan<'a>,
@@ -258,6 +260,9 @@ struct DevGen<'a> {
     /// loop variable: the statements computing their flags, which the loop places before
     /// itself.
     loop_tests: Vec<(LocalId, TokenStream)>,
+    /// `where_` conditions known to hold on every element (`uniform.rs`): the `where_` is its
+    /// first value.
+    assume: HashSet<ExprId>,
 }
 
 impl<'a> std::ops::Deref for DevGen<'a> {
@@ -310,6 +315,7 @@ impl<'a> DevGen<'a> {
             loop_depth: 0,
             prefetched: HashMap::new(),
             loop_tests: Vec::new(),
+            assume: HashSet::new(),
         }
     }
 

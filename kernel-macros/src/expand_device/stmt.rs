@@ -255,13 +255,13 @@ impl DevGen<'_> {
         // the `cp.async` one.
         self.loop_depth += 1;
         let tma_body = ahead.as_ref().and_then(|a| a.tma.as_ref()).map(|_| {
-            let b = self.stmts(body);
+            let b = self.loop_body(var, body, inner_floor);
             self.ahead_without_tma();
             self.smem.restore_floor(inner_floor);
             self.smem.clear();
             b
         });
-        let body = self.stmts(body);
+        let body = self.loop_body(var, body, inner_floor);
         self.loop_depth -= 1;
         let loop_tests = self.take_loop_tests(var);
         self.smem.restore_floor(floor);

@@ -712,7 +712,7 @@ fn plans_schedule_each_loop() {
     let (_, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
-    let Schedule::AsWritten { resident, ahead, depth, tma } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    let Schedule::AsWritten { resident, ahead, depth, tma, .. } = only_loop(&p) else { panic!("pipelined:\n{p}") };
     assert!(tma.is_none(), "no tensor maps on sm_80");
     let names = |ops: &[plan::StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>();
     assert_eq!(names(resident), ["%q.3"]);
@@ -722,7 +722,7 @@ fn plans_schedule_each_loop() {
     // when their buffers do not fit in shared memory.
     for (num_stages, want) in [(1, 1), (3, 2), (4, 3), (1000, 0)] {
         let p = plan_of(k, vals, *warps, num_stages, Target::Sm90a);
-        let Schedule::AsWritten { resident, ahead, depth, tma } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+        let Schedule::AsWritten { resident, ahead, depth, tma, .. } = only_loop(&p) else { panic!("pipelined:\n{p}") };
         let bars = tma.is_some();
         let fits = plan::reserved(0, resident, ahead, *depth, bars) <= plan::smem::SMEM_LIMIT;
         if want == 0 {
@@ -814,6 +814,51 @@ fn copies_ahead_with_tensor_maps_need_one_block_barrier_per_iteration() {
     let rest = &out[start + len..];
     let cp_body = &rest[..rest.find("if __ta").expect("after the loop, the barriers' release")];
     assert_eq!(cp_body.matches("bar_sync").count(), 3, "{cp_body}");
+}
+
+/// In flash attention's loop, a `where_` whose condition compares indices with a bound
+/// (`cols < n`, and `!CAUSAL | rows >= cols`, which holds where `CAUSAL` is false) is tested once
+/// per iteration at the block's corners, and the body has a version without it; not a condition
+/// that reads what the body computes, nor a diagonal band alone (`rows >= cols`: the iterations
+/// that test it are those it cuts), nor in a loop without a tensor-core `dot`.
+#[test]
+fn where_conditions_that_hold_on_whole_blocks_are_tested_once_per_iteration() {
+    let plan_with = |keep: &str, src: String| {
+        let src = src.replace("let qk = dot(q, k);", &format!("let qk = dot(q, k);\n let keep = {keep};\n let qk = where_(keep, qk, f32::NEG_INFINITY);"));
+        let (attr, body) = src.split_once('\n').unwrap().to_owned();
+        let attr = attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]").replace("D = [64]", "D = [64], CAUSAL = [false, true]");
+        let body = body.replace("<const BM: i32, const BN: i32, const D: i32>", "<const BM: i32, const BN: i32, const D: i32, const CAUSAL: bool>");
+        let (out, inst) = expand(&attr, &body);
+        let plans: Vec<String> = inst.iter().map(|(k, vals, warps, stages)| {
+            let p = plan_of(k, vals, *warps, *stages, Target::Sm90a);
+            match only_loop(&p) {
+                Schedule::AsWritten { uniform, .. } => uniform.iter().map(|c| k.expr_text(*c)).collect::<Vec<_>>().join(", "),
+                Schedule::Pipelined(_) => panic!("pipelined:\n{p}"),
+            }
+        }).collect();
+        assert_eq!(plans.len(), 2, "both instances of `{keep}`");
+        (out, plans)
+    };
+    let bound = "(cols.as_row() < n) & (!CAUSAL | (offs_m.as_col() >= cols.as_row()))";
+    let (out, plans) = plan_with(bound, attention(4));
+    assert!(plans.iter().all(|p| p.starts_with("%keep.")), "{plans:?}");
+    // Both versions of the body: the `where_`'s `-inf` only in the one as written, after the
+    // test at the corners.
+    let test = out.find("if true &&").expect("the per-iteration test");
+    let (whole, general) = out[test..].split_once("} else {").unwrap();
+    assert!(!whole.contains("NEG_INFINITY") && general.contains("NEG_INFINITY"));
+    for (keep, why) in [
+        ("qk > 0.0", "reads the body's product"),
+        ("offs_m.as_col() >= cols.as_row()", "a diagonal band"),
+        ("(cols.as_row() < n) & (qk > 0.0)", "one side reads the product"),
+    ] {
+        let (_, plans) = plan_with(keep, attention(4));
+        assert!(plans.iter().all(String::is_empty), "{keep}: {why}: {plans:?}");
+    }
+    // Without a tensor-core `dot` in the loop (the product's operands summed by hand).
+    let no_dot = attention(4).replace("let qk = dot(q, k);", "let qk = (q.to::<f32>() * 2.0).sum(1).as_col() + cols.as_row().to::<f32>();");
+    let (_, plans) = plan_with(bound, no_dot);
+    assert!(plans.iter().all(String::is_empty), "{plans:?}");
 }
 
 /// Flash attention's key and value pointers written as Triton's tutorial writes them (two

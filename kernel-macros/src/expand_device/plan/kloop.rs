@@ -141,7 +141,8 @@ impl DevicePlan<'_> {
             self.tensor_maps.extend(maps.iter().cloned());
             AheadMaps { first_map, maps }
         });
-        Schedule::AsWritten { resident, ahead, depth, tma }
+        let uniform = self.uniform_conditions(var, body, &inside);
+        Schedule::AsWritten { resident, ahead, depth, tma, uniform }
     }
 
     /// Whether the boolean block `e` is a conjunction of comparisons of integer expressions that

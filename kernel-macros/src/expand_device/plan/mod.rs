@@ -44,6 +44,7 @@ mod layout;
 mod live;
 pub(crate) mod smem;
 pub(crate) mod split;
+mod uniform;
 mod values;
 
 pub(crate) use kloop::{PipeOp, PipePlan};
@@ -109,7 +110,9 @@ pub(crate) enum Schedule {
     /// iterations ahead (`num_stages - 1`, at least one, fewer where shared memory is short),
     /// each into one of `depth + 1` buffers (never in a body that stores, nor in a split loop).
     /// On sm_90a, `tma` gives the operands copied ahead tensor maps (`pipeline/ahead.rs`).
-    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand>, depth: usize, tma: Option<AheadMaps> },
+    /// `uniform`: the `where_` conditions tested once per iteration, the body running without
+    /// them where they hold on the whole block (`uniform.rs`).
+    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand>, depth: usize, tma: Option<AheadMaps>, uniform: Vec<ExprId> },
 }
 
 /// The tensor maps of a loop's operands copied ahead (sm_90a): one per operand, in slots from
@@ -353,7 +356,7 @@ impl DevicePlan<'_> {
                         _ => self.as_written(*var, body, at.unwrap_or(0)),
                     };
                     let inner = match &schedule {
-                        Schedule::AsWritten { resident, ahead, depth, tma } => at.map(|at| reserved(at, resident, ahead, *depth, tma.is_some())),
+                        Schedule::AsWritten { resident, ahead, depth, tma, .. } => at.map(|at| reserved(at, resident, ahead, *depth, tma.is_some())),
                         Schedule::Pipelined(_) => at,
                     };
                     self.loops.insert(*var, schedule);
@@ -417,7 +420,7 @@ impl fmt::Display for DevicePlan<'_> {
             write!(f, "  for %{}.{var}: ", k.locals[*var].name)?;
             match s {
                 Schedule::Pipelined(p) => p.describe(k, f)?,
-                Schedule::AsWritten { resident, ahead, depth, tma } => {
+                Schedule::AsWritten { resident, ahead, depth, tma, uniform } => {
                     let list = |ops: &[StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>().join(", ");
                     write!(f, "as written")?;
                     if !resident.is_empty() {
@@ -432,6 +435,10 @@ impl fmt::Display for DevicePlan<'_> {
                     }
                     if let Some(t) = tma {
                         write!(f, "; tensor maps from slot {}", t.first_map)?;
+                    }
+                    if !uniform.is_empty() {
+                        let conds = uniform.iter().map(|c| k.expr_text(*c)).collect::<Vec<_>>().join(", ");
+                        write!(f, "; where it holds on the whole block, without testing {conds}")?;
                     }
                     writeln!(f)?;
                 }

@@ -3354,135 +3354,42 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma2[__j] = 0.0f32;
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::bar_sync();
+        if true
+          && ((true
+            && <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                start_n_28,
+                (0i32).wrapping_add((0usize) as i32),
+              ),
+              __p_n_ctx,
+            )
+            && <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                start_n_28,
+                (0i32).wrapping_add((0usize) as i32),
+              ),
+              __p_n_ctx,
+            )
+            && <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                start_n_28,
+                (0i32).wrapping_add((31usize) as i32),
+              ),
+              __p_n_ctx,
+            )
+            && <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                start_n_28,
+                (0i32).wrapping_add((31usize) as i32),
+              ),
+              __p_n_ctx,
+            ))
+            && (false
+              || (<bool as ::kernel_std::__private::device::Int>::not(
+                false,
+              ))))
         {
-          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 0usize as u32;
-          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (16384usize + (__buf1 as usize) * 4096usize) as u32;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__ks: usize| {
-              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sa
-                      + (({
-                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                          + __lane % 16;
-                        __r * 64usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) * 2) as u32,
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sb
-                      + (({
-                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                          + __lane / 16) * 8 + __lane % 8;
-                        __r * 64usize
-                          + (((__ks * 2 + (__lane / 8) % 2)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) * 2) as u32,
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[0], __bq[1]],
-                        [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
-                        ],
-                      );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[2], __bq[3]],
-                        [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
-                        ],
-                      );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
-                    },
-                  );
-                },
-              );
-            },
-          );
-        }
-        let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_33[__j] = __mma2[__j];
-          },
-        );
-        let __red3: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3494,76 +3401,508 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = {
-                let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __mma2[__j] = 0.0f32;
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + 0usize as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (16384usize + (__buf1 as usize) * 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                            + __lane % 16;
+                          __r * 64usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sb
+                        + (({
+                          let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                            + __lane / 16) * 8 + __lane % 8;
+                          __r * 64usize
+                            + (((__ks * 2 + (__lane / 8) % 2)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            __mma2[__b],
+                            __mma2[__b + 1],
+                            __mma2[__b + 2],
+                            __mma2[__b + 3],
+                          ],
+                        );
+                        __mma2[__b] = __d[0];
+                        __mma2[__b + 1] = __d[1];
+                        __mma2[__b + 2] = __d[2];
+                        __mma2[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            __mma2[__b],
+                            __mma2[__b + 1],
+                            __mma2[__b + 2],
+                            __mma2[__b + 3],
+                          ],
+                        );
+                        __mma2[__b] = __d[0];
+                        __mma2[__b + 1] = __d[1];
+                        __mma2[__b + 2] = __d[2];
+                        __mma2[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
+          }
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              qk_33[__j] = __mma2[__j];
+            },
+          );
+          let __red3: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = ((__warp / 1usize) * 16usize
+                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
                   qk_33[__j],
                   qk_scale_15,
                 );
-                let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
                 );
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_28,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
                   ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(false),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_28,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
                   ),
-                ) {
-                  __wa
-                } else {
-                  __wb
-                }
-              };
-              let __i: usize = {
-                const __L: [usize; 16usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                m_i_12[__j],
+                __red3[__j],
               );
+            },
+          );
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_33[__j],
+                    qk_scale_15,
+                  ),
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
+              );
+            },
+          );
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_i_12[__j],
+                  m_ij_36[__j],
+                ),
+              );
+            },
+          );
+          let __red4: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0,
+            ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = ((__warp / 1usize) * 16usize
+                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = p_37[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_38[__j],
+                ),
+                __red4[__j],
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_14[__j],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              );
+            },
+          );
+          let mut __mma5: [f32; 32usize] = [0.0f32; 32usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma5[__j] = acc_14[__j];
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              ::kernel_std::__private::device::store(
+                (__smem.add(32768usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(
+                    ({
+                      let __sf: usize = __f;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    }),
+                  ),
+                ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(p_37[__j]),
+              );
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_all();
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + 32768usize as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (24576usize + (__buf1 as usize) * 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                            + __lane % 16;
+                          __r * 32usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  4usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 64usize
+                            + ((((__warp % 1usize) * 8usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 8usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            __mma5[__b],
+                            __mma5[__b + 1],
+                            __mma5[__b + 2],
+                            __mma5[__b + 3],
+                          ],
+                        );
+                        __mma5[__b] = __d[0];
+                        __mma5[__b + 1] = __d[1];
+                        __mma5[__b + 2] = __d[2];
+                        __mma5[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 8usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            __mma5[__b],
+                            __mma5[__b + 1],
+                            __mma5[__b + 2],
+                            __mma5[__b + 3],
+                          ],
+                        );
+                        __mma5[__b] = __d[0];
+                        __mma5[__b + 1] = __d[1];
+                        __mma5[__b + 2] = __d[2];
+                        __mma5[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
+          }
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = __mma5[__j];
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -3571,66 +3910,161 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
             _,
           >(
             #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-              m_i_12[__j],
-              __red3[__j],
+        } else {
+          let mut __mma6: [f32; 16usize] = [0.0f32; 16usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma6[__j] = 0.0f32;
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + 0usize as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (16384usize + (__buf1 as usize) * 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                            + __lane % 16;
+                          __r * 64usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sb
+                        + (({
+                          let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                            + __lane / 16) * 8 + __lane % 8;
+                          __r * 64usize
+                            + (((__ks * 2 + (__lane / 8) % 2)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            __mma6[__b],
+                            __mma6[__b + 1],
+                            __mma6[__b + 2],
+                            __mma6[__b + 3],
+                          ],
+                        );
+                        __mma6[__b] = __d[0];
+                        __mma6[__b + 1] = __d[1];
+                        __mma6[__b + 2] = __d[2];
+                        __mma6[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            __mma6[__b],
+                            __mma6[__b + 1],
+                            __mma6[__b + 2],
+                            __mma6[__b + 3],
+                          ],
+                        );
+                        __mma6[__b] = __d[0];
+                        __mma6[__b + 1] = __d[1];
+                        __mma6[__b + 2] = __d[2];
+                        __mma6[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
             );
-          },
-        );
-        let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                {
+          }
+          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              qk_33[__j] = __mma6[__j];
+            },
+          );
+          let __red7: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = ((__warp / 1usize) * 16usize
+                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = {
                   let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
                     qk_33[__j],
                     qk_scale_15,
@@ -3687,38 +4121,73 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                   } else {
                     __wb
                   }
-                },
-                m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              ),
+                };
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
             );
-          },
-        );
-        let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
+              ),
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
+          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                 m_i_12[__j],
-                m_ij_36[__j],
-              ),
-            );
-          },
-        );
-        let __red4: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0,
-          ); 2usize];
+                __red7[__j],
+              );
+            },
+          );
+          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             16usize,
             _,
@@ -3730,263 +4199,370 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_37[__j];
-              let __i: usize = {
-                const __L: [usize; 16usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  {
+                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_33[__j],
+                      qk_scale_15,
+                    );
+                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    );
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_28,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      ),
+                      <bool as ::kernel_std::__private::device::Int>::or(
+                        <bool as ::kernel_std::__private::device::Int>::not(false),
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              start_m_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_28,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      ),
+                    ) {
+                      __wa
+                    } else {
+                      __wb
+                    }
+                  },
+                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
               );
             },
           );
+          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
           >(
             #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_i_12[__j],
+                  m_ij_36[__j],
                 ),
               );
             },
           );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                l_i_13[__j],
-                alpha_38[__j],
+          let __red8: [f32; 2usize] = {
+            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0,
+            ); 2usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = ((__warp / 1usize) * 16usize
+                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                let __x = p_37[__j];
+                let __i: usize = {
+                  const __L: [usize; 16usize] = [
+                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                    1usize, 1usize,
+                  ];
+                  __L[__j]
+                };
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__i: usize| {
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    1u32,
+                  ),
+                );
+                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __p[__i],
+                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                    __p[__i],
+                    2u32,
+                  ),
+                );
+              },
+            );
+            [
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[0usize],
               ),
-              __red4[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              acc_14[__j],
-              alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
-            );
-          },
-        );
-        let mut __mma5: [f32; 32usize] = [0.0f32; 32usize];
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma5[__j] = acc_14[__j];
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(32768usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(
-                  ({
-                    let __sf: usize = __f;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  }),
-                ),
-              ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(p_37[__j]),
-            );
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 32768usize as u32;
-          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (24576usize + (__buf1 as usize) * 4096usize) as u32;
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                __p[1usize],
+              ),
+            ]
+          };
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
           >(
             #[inline(always)]
-            |__ks: usize| {
-              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sa
-                      + (({
-                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                          + __lane % 16;
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_38[__j],
+                ),
+                __red8[__j],
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_14[__j],
+                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              );
+            },
+          );
+          let mut __mma9: [f32; 32usize] = [0.0f32; 32usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __mma9[__j] = acc_14[__j];
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              ::kernel_std::__private::device::store(
+                (__smem.add(32768usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(
+                    ({
+                      let __sf: usize = __f;
+                      ({
+                        let __r: usize = __sf / 32usize;
                         __r * 32usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                            * 8)
-                      }) * 2) as u32,
-                  );
-                },
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    }),
+                  ),
+                ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(p_37[__j]),
               );
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                    __sb
-                      + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 64usize
-                          + ((((__warp % 1usize) * 8usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) * 2) as u32,
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 8usize + 2 * __jp) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[0], __bq[1]],
-                        [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
-                        ],
-                      );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 8usize + 2 * __jp + 1) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[2], __bq[3]],
-                        [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
-                        ],
-                      );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
-                    },
-                  );
-                },
-              );
+            },
+          );
+          ::kernel_std::__private::device::cp_async_wait_all();
+          ::kernel_std::__private::device::cp_async_wait_group::<1>();
+          ::kernel_std::__private::device::bar_sync();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + 32768usize as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (24576usize + (__buf1 as usize) * 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                            + __lane % 16;
+                          __r * 32usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  4usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 64usize
+                            + ((((__warp % 1usize) * 8usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 8usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            __mma9[__b],
+                            __mma9[__b + 1],
+                            __mma9[__b + 2],
+                            __mma9[__b + 3],
+                          ],
+                        );
+                        __mma9[__b] = __d[0];
+                        __mma9[__b + 1] = __d[1];
+                        __mma9[__b + 2] = __d[2];
+                        __mma9[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 8usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            __mma9[__b],
+                            __mma9[__b + 1],
+                            __mma9[__b + 2],
+                            __mma9[__b + 3],
+                          ],
+                        );
+                        __mma9[__b] = __d[0];
+                        __mma9[__b + 1] = __d[1];
+                        __mma9[__b + 2] = __d[2];
+                        __mma9[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
+          }
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              acc_14[__j] = __mma9[__j];
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                | ((__lane >> 2usize) & 1) << 0u32
+                | ((__lane >> 3usize) & 1) << 1u32
+                | ((__lane >> 4usize) & 1) << 2u32
+                | ((__warp >> 0usize) & 1) << 4u32
+                | ((__warp >> 1usize) & 1) << 5u32
+                | ((__warp >> 2usize) & 1) << 6u32);
+              m_i_12[__j] = m_ij_36[__j];
             },
           );
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma5[__j];
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_36[__j];
-          },
-        );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
         __i = match __i.checked_add(__step) {
           Some(n) => n,

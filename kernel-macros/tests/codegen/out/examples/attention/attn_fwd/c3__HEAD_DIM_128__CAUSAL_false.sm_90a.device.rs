@@ -3533,173 +3533,42 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               }
             }
           }
-          let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma8[__j] = 0.0f32;
-            },
-          );
-          ::kernel_std::__private::device::mbarrier_wait(
-            ::kernel_std::__private::device::smem_addr()
-              + (49152usize + (__buf1 as usize) * 8) as u32,
-            __aph28,
-          );
-          if __fixnow {
-            let __fb = __smem.add(16384usize + (__buf1 as usize) * 8192usize)
-              as *mut ::kernel_std::__private::device::F16;
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              4096usize,
-            );
-            let mut __e: usize = __tid;
-            while __e < __ne {
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+          if true
+            && ((true
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_28,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __e;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                  (0i32).wrapping_add((0usize) as i32),
                 ),
                 __p_n_ctx,
-              )) {
-                ::kernel_std::__private::device::store(
-                  __fb
-                    .add(
-                      ({
-                        let __tf: usize = ((__e % 32usize) * 128usize
-                          + __e / 32usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                );
-              }
-              __e += 128usize;
-            }
-          }
-          if __fixnow {
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-          }
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((31usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((31usize) as i32),
+                ),
+                __p_n_ctx,
+              ))
+              && (false
+                || (<bool as ::kernel_std::__private::device::Int>::not(
+                  false,
+                ))))
           {
-            {
-              let __wg: usize = __warp / 4;
-              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (16384usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * 32usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 2u64, __db + 2u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 4u64, __db + 4u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 6u64, __db + 6u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 512u64, __db + 256u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 514u64, __db + 258u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 516u64, __db + 260u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 518u64, __db + 262u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n32::<
-              16usize,
-              0usize,
-            >(&mut __mma8);
-          }
-          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              qk_33[__j] = __mma8[__j];
-            },
-          );
-          let __red9: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
             ::kernel_std::__private::device::unroll::<
               16usize,
               _,
@@ -3712,76 +3581,574 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = {
-                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                __mma8[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf1 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(16384usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __tf: usize = ((__e % 32usize) * 128usize
+                            + __e / 32usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 512u64, __db + 256u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 514u64, __db + 258u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 516u64, __db + 260u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 518u64, __db + 262u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n32::<
+                16usize,
+                0usize,
+              >(&mut __mma8);
+            }
+            let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma8[__j];
+              },
+            );
+            let __red9: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
                     qk_33[__j],
                     qk_scale_15,
                   );
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
                   );
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_28,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
                     ),
-                    <bool as ::kernel_std::__private::device::Int>::or(
-                      <bool as ::kernel_std::__private::device::Int>::not(false),
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_28,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
                     ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_i_12[__j],
+                  __red9[__j],
                 );
+              },
+            );
+            let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_33[__j],
+                      qk_scale_15,
+                    ),
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red10: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red10[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma12: [f32; 64usize] = [0.0f32; 64usize];
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma12[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf1 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(32768usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __tf: usize = __e;
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              let __ar11: [u32; 8usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 32usize
+                      + ((__warp / 4) % 1usize) * 32usize
+                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
+                      as u32,
+                  4096usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma12,
+                  [
+                    __ar11[0usize],
+                    __ar11[1usize],
+                    __ar11[2usize],
+                    __ar11[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma12,
+                  [
+                    __ar11[4usize],
+                    __ar11[5usize],
+                    __ar11[6usize],
+                    __ar11[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n128::<
+                64usize,
+                0usize,
+              >(&mut __mma12);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma12[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3789,67 +4156,198 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_i_12[__j],
-                __red9[__j],
+          } else {
+            let mut __mma13: [f32; 16usize] = [0.0f32; 16usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma13[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf1 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(16384usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
               );
-            },
-          );
-          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __tf: usize = ((__e % 32usize) * 128usize
+                            + __e / 32usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 512u64, __db + 256u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 514u64, __db + 258u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 516u64, __db + 260u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 518u64, __db + 262u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n32::<
+                16usize,
+                0usize,
+              >(&mut __mma13);
+            }
+            let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma13[__j];
+              },
+            );
+            let __red14: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
                       qk_33[__j],
                       qk_scale_15,
@@ -3906,37 +4404,74 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     } else {
                       __wb
                     }
-                  },
-                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
+                  };
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
               );
-            },
-          );
-          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                   m_i_12[__j],
-                  m_ij_36[__j],
-                ),
-              );
-            },
-          );
-          let __red10: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            ); 2usize];
+                  __red14[__j],
+                );
+              },
+            );
+            let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
             ::kernel_std::__private::device::unroll::<
               16usize,
               _,
@@ -3949,19 +4484,378 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_37[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                        qk_33[__j],
+                        qk_scale_15,
+                      );
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_28,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        ),
+                        <bool as ::kernel_std::__private::device::Int>::or(
+                          <bool as ::kernel_std::__private::device::Int>::not(false),
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                start_m_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_28,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                        ),
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    },
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
                 );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red15: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red15[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma17: [f32; 64usize] = [0.0f32; 64usize];
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma17[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf1 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(32768usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __tf: usize = __e;
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              let __ar16: [u32; 8usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 32usize
+                      + ((__warp / 4) % 1usize) * 32usize
+                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
+                      as u32,
+                  4096usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma17,
+                  [
+                    __ar16[0usize],
+                    __ar16[1usize],
+                    __ar16[2usize],
+                    __ar16[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma17,
+                  [
+                    __ar16[4usize],
+                    __ar16[5usize],
+                    __ar16[6usize],
+                    __ar16[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n128::<
+                64usize,
+                0usize,
+              >(&mut __mma17);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma17[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3969,270 +4863,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_13[__j],
-                  alpha_38[__j],
-                ),
-                __red10[__j],
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_14[__j],
-                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              );
-            },
-          );
-          let mut __mma12: [f32; 64usize] = [0.0f32; 64usize];
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma12[__j] = acc_14[__j];
-            },
-          );
-          ::kernel_std::__private::device::mbarrier_wait(
-            ::kernel_std::__private::device::smem_addr()
-              + (49152usize + (__buf1 as usize) * 8) as u32,
-            __aph28,
-          );
-          if __fixnow {
-            let __fb = __smem.add(32768usize + (__buf1 as usize) * 8192usize)
-              as *mut ::kernel_std::__private::device::F16;
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              4096usize,
-            );
-            let mut __e: usize = __tid;
-            while __e < __ne {
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_28,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __e;
-                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )) {
-                ::kernel_std::__private::device::store(
-                  __fb
-                    .add(
-                      ({
-                        let __tf: usize = __e;
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                );
-              }
-              __e += 128usize;
-            }
           }
-          if __fixnow {
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-          }
-          {
-            let __ar11: [u32; 8usize] = {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> f32 {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  p_37[__j]
-                },
-              );
-              [
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(0usize),
-                  __val(1usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(2usize),
-                  __val(3usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(4usize),
-                  __val(5usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(6usize),
-                  __val(7usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(8usize),
-                  __val(9usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(10usize),
-                  __val(11usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(12usize),
-                  __val(13usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(14usize),
-                  __val(15usize),
-                ),
-              ]
-            };
-            {
-              let __wg: usize = __warp / 4;
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (32768usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
-                    as u32,
-                4096usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                64usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma12,
-                [
-                  __ar11[0usize],
-                  __ar11[1usize],
-                  __ar11[2usize],
-                  __ar11[3usize],
-                ],
-                __db + 0u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                64usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma12,
-                [
-                  __ar11[4usize],
-                  __ar11[5usize],
-                  __ar11[6usize],
-                  __ar11[7usize],
-                ],
-                __db + 128u64,
-              );
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n128::<
-              64usize,
-              0usize,
-            >(&mut __mma12);
-          }
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = __mma12[__j];
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_36[__j];
-            },
-          );
           __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
@@ -5591,122 +6232,42 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          let mut __mma13: [f32; 16usize] = [0.0f32; 16usize];
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma13[__j] = 0.0f32;
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_group::<1>();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if true
+            && ((true
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((31usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((31usize) as i32),
+                ),
+                __p_n_ctx,
+              ))
+              && (false
+                || (<bool as ::kernel_std::__private::device::Int>::not(
+                  false,
+                ))))
           {
-            {
-              let __wg: usize = __warp / 4;
-              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (16384usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * 32usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 2u64, __db + 2u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 4u64, __db + 4u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 6u64, __db + 6u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 512u64, __db + 256u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 514u64, __db + 258u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 516u64, __db + 260u64);
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 518u64, __db + 262u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n32::<
-              16usize,
-              0usize,
-            >(&mut __mma13);
-          }
-          let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              qk_33[__j] = __mma13[__j];
-            },
-          );
-          let __red14: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            let mut __mma18: [f32; 16usize] = [0.0f32; 16usize];
             ::kernel_std::__private::device::unroll::<
               16usize,
               _,
@@ -5719,76 +6280,471 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = {
-                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                __mma18[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 512u64, __db + 256u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 514u64, __db + 258u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 516u64, __db + 260u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 518u64, __db + 262u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n32::<
+                16usize,
+                0usize,
+              >(&mut __mma18);
+            }
+            let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma18[__j];
+              },
+            );
+            let __red19: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
                     qk_33[__j],
                     qk_scale_15,
                   );
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
                   );
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_28,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
                     ),
-                    <bool as ::kernel_std::__private::device::Int>::or(
-                      <bool as ::kernel_std::__private::device::Int>::not(false),
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_28,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
                     ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_i_12[__j],
+                  __red19[__j],
                 );
+              },
+            );
+            let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_33[__j],
+                      qk_scale_15,
+                    ),
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red20: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red20[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma22: [f32; 64usize] = [0.0f32; 64usize];
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma22[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              let __ar21: [u32; 8usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 32usize
+                      + ((__warp / 4) % 1usize) * 32usize
+                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
+                      as u32,
+                  4096usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma22,
+                  [
+                    __ar21[0usize],
+                    __ar21[1usize],
+                    __ar21[2usize],
+                    __ar21[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma22,
+                  [
+                    __ar21[4usize],
+                    __ar21[5usize],
+                    __ar21[6usize],
+                    __ar21[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n128::<
+                64usize,
+                0usize,
+              >(&mut __mma22);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma22[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -5796,67 +6752,146 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_i_12[__j],
-                __red14[__j],
-              );
-            },
-          );
-          let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
+          } else {
+            let mut __mma23: [f32; 16usize] = [0.0f32; 16usize];
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma23[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 32usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 512u64, __db + 256u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 514u64, __db + 258u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 516u64, __db + 260u64);
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 518u64, __db + 262u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n32::<
+                16usize,
+                0usize,
+              >(&mut __mma23);
+            }
+            let mut qk_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma23[__j];
+              },
+            );
+            let __red24: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
                       qk_33[__j],
                       qk_scale_15,
@@ -5913,37 +6948,74 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                     } else {
                       __wb
                     }
-                  },
-                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
+                  };
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
               );
-            },
-          );
-          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                   m_i_12[__j],
-                  m_ij_36[__j],
-                ),
-              );
-            },
-          );
-          let __red15: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            ); 2usize];
+                  __red24[__j],
+                );
+              },
+            );
+            let mut p_37: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
             ::kernel_std::__private::device::unroll::<
               16usize,
               _,
@@ -5956,19 +7028,327 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_37[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                        qk_33[__j],
+                        qk_scale_15,
+                      );
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_28,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        ),
+                        <bool as ::kernel_std::__private::device::Int>::or(
+                          <bool as ::kernel_std::__private::device::Int>::not(false),
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                start_m_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_28,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                        ),
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    },
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
                 );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red25: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                16usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 32usize
+                    + ((__warp / 4) % 1usize) * 32usize
+                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 16usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red25[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma27: [f32; 64usize] = [0.0f32; 64usize];
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma27[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              let __ar26: [u32; 8usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 32usize
+                      + ((__warp / 4) % 1usize) * 32usize
+                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
+                      as u32,
+                  4096usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma27,
+                  [
+                    __ar26[0usize],
+                    __ar26[1usize],
+                    __ar26[2usize],
+                    __ar26[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+                  64usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma27,
+                  [
+                    __ar26[4usize],
+                    __ar26[5usize],
+                    __ar26[6usize],
+                    __ar26[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n128::<
+                64usize,
+                0usize,
+              >(&mut __mma27);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              64usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 128usize
+                  + ((__warp / 4) % 1usize) * 128usize
+                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma27[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -5976,220 +7356,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_13[__j],
-                  alpha_38[__j],
-                ),
-                __red15[__j],
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_14[__j],
-                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              );
-            },
-          );
-          let mut __mma17: [f32; 64usize] = [0.0f32; 64usize];
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma17[__j] = acc_14[__j];
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_group::<1>();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let __ar16: [u32; 8usize] = {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> f32 {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  p_37[__j]
-                },
-              );
-              [
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(0usize),
-                  __val(1usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(2usize),
-                  __val(3usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(4usize),
-                  __val(5usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(6usize),
-                  __val(7usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(8usize),
-                  __val(9usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(10usize),
-                  __val(11usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(12usize),
-                  __val(13usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(14usize),
-                  __val(15usize),
-                ),
-              ]
-            };
-            {
-              let __wg: usize = __warp / 4;
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (32768usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
-                    as u32,
-                4096usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                64usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma17,
-                [
-                  __ar16[0usize],
-                  __ar16[1usize],
-                  __ar16[2usize],
-                  __ar16[3usize],
-                ],
-                __db + 0u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                64usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma17,
-                [
-                  __ar16[4usize],
-                  __ar16[5usize],
-                  __ar16[6usize],
-                  __ar16[7usize],
-                ],
-                __db + 128u64,
-              );
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n128::<
-              64usize,
-              0usize,
-            >(&mut __mma17);
           }
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 128usize
-                + ((__warp / 4) % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = __mma17[__j];
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_12[__j] = m_ij_36[__j];
-            },
-          );
           __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
           __i = match __i.checked_add(__step) {
             Some(n) => n,

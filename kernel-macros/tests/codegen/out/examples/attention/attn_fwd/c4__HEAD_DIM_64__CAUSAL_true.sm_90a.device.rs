@@ -9002,147 +9002,42 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               }
             }
           }
-          let mut __mma19: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma19[__j] = 0.0f32;
-            },
-          );
-          ::kernel_std::__private::device::mbarrier_wait(
-            ::kernel_std::__private::device::smem_addr()
-              + (49152usize + (__buf12 as usize) * 8) as u32,
-            __aph28,
-          );
-          if __fixnow {
-            let __fb = __smem
-              .add(16384usize + (__buf12 as usize) * 8192usize)
-              as *mut ::kernel_std::__private::device::F16;
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              4096usize,
-            );
-            let mut __e: usize = __tid;
-            while __e < __ne {
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+          if true
+            && ((true
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_28,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __e;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                  (0i32).wrapping_add((0usize) as i32),
                 ),
                 __p_n_ctx,
-              )) {
-                ::kernel_std::__private::device::store(
-                  __fb
-                    .add(
-                      ({
-                        let __sf: usize = ((__e % 64usize) * 64usize
-                          + __e / 64usize);
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      }),
-                    ),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                );
-              }
-              __e += 256usize;
-            }
-          }
-          if __fixnow {
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-          }
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n_ctx,
+              ))
+              && (false
+                || (<bool as ::kernel_std::__private::device::Int>::not(
+                  true,
+                ))))
           {
-            {
-              let __wg: usize = __warp / 4;
-              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (16384usize + (__buf12 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma19, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma19, __da + 2u64, __db + 2u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma19, __da + 4u64, __db + 4u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma19, __da + 6u64, __db + 6u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma19);
-          }
-          let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              qk_33[__j] = __mma19[__j];
-            },
-          );
-          let __red20: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            let mut __mma19: [f32; 32usize] = [0.0f32; 32usize];
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -9155,78 +9050,611 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = {
-                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                __mma19[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf12 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(16384usize + (__buf12 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = ((__e % 64usize) * 64usize
+                            + __e / 64usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 256usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma19, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma19, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma19, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma19, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma19);
+            }
+            let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma19[__j];
+              },
+            );
+            let __red20: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
                     qk_33[__j],
                     qk_scale_15,
                   );
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
                   );
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_28,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
                     ),
-                    <bool as ::kernel_std::__private::device::Int>::or(
-                      <bool as ::kernel_std::__private::device::Int>::not(true),
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_28,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
                     ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_i_12[__j],
+                  __red20[__j],
                 );
+              },
+            );
+            let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_33[__j],
+                      qk_scale_15,
+                    ),
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red21: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red21[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma23: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma23[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf12 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(32768usize + (__buf12 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = __e;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 256usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              let __ar22: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma23,
+                  [
+                    __ar22[0usize],
+                    __ar22[1usize],
+                    __ar22[2usize],
+                    __ar22[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma23,
+                  [
+                    __ar22[4usize],
+                    __ar22[5usize],
+                    __ar22[6usize],
+                    __ar22[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma23,
+                  [
+                    __ar22[8usize],
+                    __ar22[9usize],
+                    __ar22[10usize],
+                    __ar22[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma23,
+                  [
+                    __ar22[12usize],
+                    __ar22[13usize],
+                    __ar22[14usize],
+                    __ar22[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma23);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma23[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -9234,68 +9662,172 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_i_12[__j],
-                __red20[__j],
+          } else {
+            let mut __mma24: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma24[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf12 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(16384usize + (__buf12 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
               );
-            },
-          );
-          let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = ((__e % 64usize) * 64usize
+                            + __e / 64usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 256usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma24, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma24, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma24, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma24, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma24);
+            }
+            let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma24[__j];
+              },
+            );
+            let __red25: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
                       qk_33[__j],
                       qk_scale_15,
@@ -9352,38 +9884,77 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                     } else {
                       __wb
                     }
-                  },
-                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
+                  };
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
               );
-            },
-          );
-          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                   m_i_12[__j],
-                  m_ij_36[__j],
-                ),
-              );
-            },
-          );
-          let __red21: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            ); 2usize];
+                  __red25[__j],
+                );
+              },
+            );
+            let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -9396,21 +9967,439 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_37[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                        qk_33[__j],
+                        qk_scale_15,
+                      );
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_28,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        ),
+                        <bool as ::kernel_std::__private::device::Int>::or(
+                          <bool as ::kernel_std::__private::device::Int>::not(true),
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                start_m_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_28,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                        ),
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    },
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
                 );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red26: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red26[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma28: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma28[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + (__buf12 as usize) * 8) as u32,
+              __aph28,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(32768usize + (__buf12 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_28,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = __e;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 256usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              let __ar27: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma28,
+                  [
+                    __ar27[0usize],
+                    __ar27[1usize],
+                    __ar27[2usize],
+                    __ar27[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma28,
+                  [
+                    __ar27[4usize],
+                    __ar27[5usize],
+                    __ar27[6usize],
+                    __ar27[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma28,
+                  [
+                    __ar27[8usize],
+                    __ar27[9usize],
+                    __ar27[10usize],
+                    __ar27[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma28,
+                  [
+                    __ar27[12usize],
+                    __ar27[13usize],
+                    __ar27[14usize],
+                    __ar27[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma28);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma28[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -9418,330 +10407,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_13[__j],
-                  alpha_38[__j],
-                ),
-                __red21[__j],
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_14[__j],
-                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              );
-            },
-          );
-          let mut __mma23: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma23[__j] = acc_14[__j];
-            },
-          );
-          ::kernel_std::__private::device::mbarrier_wait(
-            ::kernel_std::__private::device::smem_addr()
-              + (49152usize + (__buf12 as usize) * 8) as u32,
-            __aph28,
-          );
-          if __fixnow {
-            let __fb = __smem
-              .add(32768usize + (__buf12 as usize) * 8192usize)
-              as *mut ::kernel_std::__private::device::F16;
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              4096usize,
-            );
-            let mut __e: usize = __tid;
-            while __e < __ne {
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_28,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __e;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )) {
-                ::kernel_std::__private::device::store(
-                  __fb
-                    .add(
-                      ({
-                        let __sf: usize = __e;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      }),
-                    ),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                );
-              }
-              __e += 256usize;
-            }
           }
-          if __fixnow {
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-          }
-          {
-            let __ar22: [u32; 16usize] = {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> f32 {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 64usize
-                    + ((__warp / 4) % 1usize) * 64usize
-                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  p_37[__j]
-                },
-              );
-              [
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(0usize),
-                  __val(1usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(2usize),
-                  __val(3usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(4usize),
-                  __val(5usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(6usize),
-                  __val(7usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(8usize),
-                  __val(9usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(10usize),
-                  __val(11usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(12usize),
-                  __val(13usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(14usize),
-                  __val(15usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(16usize),
-                  __val(17usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(18usize),
-                  __val(19usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(20usize),
-                  __val(21usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(22usize),
-                  __val(23usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(24usize),
-                  __val(25usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(26usize),
-                  __val(27usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(28usize),
-                  __val(29usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(30usize),
-                  __val(31usize),
-                ),
-              ]
-            };
-            {
-              let __wg: usize = __warp / 4;
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (32768usize + (__buf12 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                    as u32,
-                8192usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma23,
-                [
-                  __ar22[0usize],
-                  __ar22[1usize],
-                  __ar22[2usize],
-                  __ar22[3usize],
-                ],
-                __db + 0u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma23,
-                [
-                  __ar22[4usize],
-                  __ar22[5usize],
-                  __ar22[6usize],
-                  __ar22[7usize],
-                ],
-                __db + 128u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma23,
-                [
-                  __ar22[8usize],
-                  __ar22[9usize],
-                  __ar22[10usize],
-                  __ar22[11usize],
-                ],
-                __db + 256u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma23,
-                [
-                  __ar22[12usize],
-                  __ar22[13usize],
-                  __ar22[14usize],
-                  __ar22[15usize],
-                ],
-                __db + 384u64,
-              );
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma23);
-          }
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = __mma23[__j];
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_36[__j];
-            },
-          );
           __ic28 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
@@ -11070,98 +11747,42 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          let mut __mma24: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma24[__j] = 0.0f32;
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_group::<1>();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if true
+            && ((true
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n_ctx,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_28,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n_ctx,
+              ))
+              && (false
+                || (<bool as ::kernel_std::__private::device::Int>::not(
+                  true,
+                ))))
           {
-            {
-              let __wg: usize = __warp / 4;
-              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (16384usize + (__buf12 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma24, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma24, __da + 2u64, __db + 2u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma24, __da + 4u64, __db + 4u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma24, __da + 6u64, __db + 6u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma24);
-          }
-          let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              qk_33[__j] = __mma24[__j];
-            },
-          );
-          let __red25: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            let mut __mma29: [f32; 32usize] = [0.0f32; 32usize];
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -11174,78 +11795,514 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = {
-                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                __mma29[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma29, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma29, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma29, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma29, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma29);
+            }
+            let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma29[__j];
+              },
+            );
+            let __red30: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
                     qk_33[__j],
                     qk_scale_15,
                   );
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
                   );
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_28,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
                     ),
-                    <bool as ::kernel_std::__private::device::Int>::or(
-                      <bool as ::kernel_std::__private::device::Int>::not(true),
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_28,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
                     ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_i_12[__j],
+                  __red30[__j],
                 );
+              },
+            );
+            let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      qk_33[__j],
+                      qk_scale_15,
+                    ),
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red31: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red31[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma33: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma33[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              let __ar32: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma33,
+                  [
+                    __ar32[0usize],
+                    __ar32[1usize],
+                    __ar32[2usize],
+                    __ar32[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma33,
+                  [
+                    __ar32[4usize],
+                    __ar32[5usize],
+                    __ar32[6usize],
+                    __ar32[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma33,
+                  [
+                    __ar32[8usize],
+                    __ar32[9usize],
+                    __ar32[10usize],
+                    __ar32[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma33,
+                  [
+                    __ar32[12usize],
+                    __ar32[13usize],
+                    __ar32[14usize],
+                    __ar32[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma33);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma33[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -11253,68 +12310,123 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          let mut m_ij_36: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_i_12[__j],
-                __red25[__j],
-              );
-            },
-          );
-          let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
+          } else {
+            let mut __mma34: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma34[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (16384usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma34, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma34, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma34, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma34, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma34);
+            }
+            let mut qk_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_33[__j] = __mma34[__j];
+              },
+            );
+            let __red35: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = {
                     let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
                       qk_33[__j],
                       qk_scale_15,
@@ -11371,38 +12483,77 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                     } else {
                       __wb
                     }
-                  },
-                  m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
+                  };
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
               );
-            },
-          );
-          let mut alpha_38: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_36: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_ij_36[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                   m_i_12[__j],
-                  m_ij_36[__j],
-                ),
-              );
-            },
-          );
-          let __red26: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            ); 2usize];
+                  __red35[__j],
+                );
+              },
+            );
+            let mut p_37: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -11415,21 +12566,391 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_37[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                p_37[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                        qk_33[__j],
+                        qk_scale_15,
+                      );
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_28,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        ),
+                        <bool as ::kernel_std::__private::device::Int>::or(
+                          <bool as ::kernel_std::__private::device::Int>::not(true),
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                start_m_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_28,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                        ),
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    },
+                    m_ij_36[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
                 );
+              },
+            );
+            let mut alpha_38: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                alpha_38[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_12[__j],
+                    m_ij_36[__j],
+                  ),
+                );
+              },
+            );
+            let __red36: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_37[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
+                  __red36[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_14[__j],
+                  alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma38: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma38[__j] = acc_14[__j];
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<1>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              let __ar37: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_37[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf12 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma38,
+                  [
+                    __ar37[0usize],
+                    __ar37[1usize],
+                    __ar37[2usize],
+                    __ar37[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma38,
+                  [
+                    __ar37[4usize],
+                    __ar37[5usize],
+                    __ar37[6usize],
+                    __ar37[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma38,
+                  [
+                    __ar37[8usize],
+                    __ar37[9usize],
+                    __ar37[10usize],
+                    __ar37[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma38,
+                  [
+                    __ar37[12usize],
+                    __ar37[13usize],
+                    __ar37[14usize],
+                    __ar37[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma38);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_14[__j] = __mma38[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -11437,282 +12958,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32
+                  | ((__warp >> 2usize) & 1) << 6u32);
+                m_i_12[__j] = m_ij_36[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_13[__j],
-                  alpha_38[__j],
-                ),
-                __red26[__j],
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_14[__j],
-                alpha_38[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              );
-            },
-          );
-          let mut __mma28: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma28[__j] = acc_14[__j];
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_group::<1>();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let __ar27: [u32; 16usize] = {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> f32 {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 64usize
-                    + ((__warp / 4) % 1usize) * 64usize
-                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  p_37[__j]
-                },
-              );
-              [
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(0usize),
-                  __val(1usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(2usize),
-                  __val(3usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(4usize),
-                  __val(5usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(6usize),
-                  __val(7usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(8usize),
-                  __val(9usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(10usize),
-                  __val(11usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(12usize),
-                  __val(13usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(14usize),
-                  __val(15usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(16usize),
-                  __val(17usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(18usize),
-                  __val(19usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(20usize),
-                  __val(21usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(22usize),
-                  __val(23usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(24usize),
-                  __val(25usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(26usize),
-                  __val(27usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(28usize),
-                  __val(29usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(30usize),
-                  __val(31usize),
-                ),
-              ]
-            };
-            {
-              let __wg: usize = __warp / 4;
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (32768usize + (__buf12 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                    as u32,
-                8192usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma28,
-                [
-                  __ar27[0usize],
-                  __ar27[1usize],
-                  __ar27[2usize],
-                  __ar27[3usize],
-                ],
-                __db + 0u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma28,
-                [
-                  __ar27[4usize],
-                  __ar27[5usize],
-                  __ar27[6usize],
-                  __ar27[7usize],
-                ],
-                __db + 128u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma28,
-                [
-                  __ar27[8usize],
-                  __ar27[9usize],
-                  __ar27[10usize],
-                  __ar27[11usize],
-                ],
-                __db + 256u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma28,
-                [
-                  __ar27[12usize],
-                  __ar27[13usize],
-                  __ar27[14usize],
-                  __ar27[15usize],
-                ],
-                __db + 384u64,
-              );
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma28);
           }
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_14[__j] = __mma28[__j];
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32);
-              m_i_12[__j] = m_ij_36[__j];
-            },
-          );
           __buf12 = if __buf12 == 1u32 { 0 } else { __buf12 + 1 };
           __i = match __i.checked_add(__step) {
             Some(n) => n,

@@ -3487,146 +3487,38 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
               }
             }
           }
-          let mut __mma8: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma8[__j] = 0.0f32;
-            },
-          );
-          ::kernel_std::__private::device::mbarrier_wait(
-            ::kernel_std::__private::device::smem_addr()
-              + (57344usize + (__buf1 as usize) * 8) as u32,
-            __aph7,
-          );
-          if __fixnow {
-            let __fb = __smem.add(8192usize + (__buf1 as usize) * 8192usize)
-              as *mut ::kernel_std::__private::device::F16;
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              4096usize,
-            );
-            let mut __e: usize = __tid;
-            while __e < __ne {
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+          if true
+            && (true
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_7,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __e;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                  (0i32).wrapping_add((0usize) as i32),
                 ),
                 __p_n,
-              )) {
-                ::kernel_std::__private::device::store(
-                  __fb
-                    .add(
-                      ({
-                        let __sf: usize = ((__e % 64usize) * 64usize
-                          + __e / 64usize);
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      }),
-                    ),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                );
-              }
-              __e += 128usize;
-            }
-          }
-          if __fixnow {
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-          }
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n,
+              ))
           {
-            {
-              let __wg: usize = __warp / 4;
-              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (8192usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 2u64, __db + 2u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 4u64, __db + 4u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma8, __da + 6u64, __db + 6u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma8);
-          }
-          let mut qk_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              qk_12[__j] = __mma8[__j];
-            },
-          );
-          let __red9: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            let mut __mma8: [f32; 32usize] = [0.0f32; 32usize];
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -3639,43 +3531,602 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = {
-                  let __wa = qk_12[__j];
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_7,
-                      (0i32)
-                        .wrapping_add(
+                __mma8[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (57344usize + (__buf1 as usize) * 8) as u32,
+              __aph7,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(8192usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_7,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = ((__e % 64usize) * 64usize
+                            + __e / 64usize);
                           ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
                     ),
-                    __p_n,
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
                 );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma8, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma8);
+            }
+            let mut qk_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_12[__j] = __mma8[__j];
+              },
+            );
+            let __red9: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = qk_12[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_14: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_14[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_i_4[__j],
+                  __red9[__j],
+                );
+              },
+            );
+            let mut p_15: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_15[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    qk_12[__j],
+                    m_ij_14[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                );
+              },
+            );
+            let mut alpha_16: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_16[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_4[__j],
+                    m_ij_14[__j],
+                  ),
+                );
+              },
+            );
+            let __red10: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_15[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_5[__j],
+                    alpha_16[__j],
+                  ),
+                  __red10[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_6[__j],
+                  alpha_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma12[__j] = acc_6[__j];
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (57344usize + (__buf1 as usize) * 8) as u32,
+              __aph7,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(32768usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_7,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = __e;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              let __ar11: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_15[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma12,
+                  [
+                    __ar11[0usize],
+                    __ar11[1usize],
+                    __ar11[2usize],
+                    __ar11[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma12,
+                  [
+                    __ar11[4usize],
+                    __ar11[5usize],
+                    __ar11[6usize],
+                    __ar11[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma12,
+                  [
+                    __ar11[8usize],
+                    __ar11[9usize],
+                    __ar11[10usize],
+                    __ar11[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma12,
+                  [
+                    __ar11[12usize],
+                    __ar11[13usize],
+                    __ar11[14usize],
+                    __ar11[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma12);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = __mma12[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3683,67 +4134,171 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_4[__j] = m_ij_14[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          let mut m_ij_14: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_14[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_i_4[__j],
-                __red9[__j],
+          } else {
+            let mut __mma13: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma13[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (57344usize + (__buf1 as usize) * 8) as u32,
+              __aph7,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(8192usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
               );
-            },
-          );
-          let mut p_15: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              p_15[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_7,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = ((__e % 64usize) * 64usize
+                            + __e / 64usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma13, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma13);
+            }
+            let mut qk_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_12[__j] = __mma13[__j];
+              },
+            );
+            let __red14: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = {
                     let __wa = qk_12[__j];
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       f64::NEG_INFINITY,
@@ -3765,37 +4320,76 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                     } else {
                       __wb
                     }
-                  },
-                  m_ij_14[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
+                  };
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
               );
-            },
-          );
-          let mut alpha_16: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_16[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_14: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_14[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                   m_i_4[__j],
-                  m_ij_14[__j],
-                ),
-              );
-            },
-          );
-          let __red10: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            ); 2usize];
+                  __red14[__j],
+                );
+              },
+            );
+            let mut p_15: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -3808,21 +4402,402 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_15[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                p_15[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __wa = qk_12[__j];
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_7,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    },
+                    m_ij_14[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
                 );
+              },
+            );
+            let mut alpha_16: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_16[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_4[__j],
+                    m_ij_14[__j],
+                  ),
+                );
+              },
+            );
+            let __red15: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_15[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_5[__j],
+                    alpha_16[__j],
+                  ),
+                  __red15[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_6[__j],
+                  alpha_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma17: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma17[__j] = acc_6[__j];
+              },
+            );
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (57344usize + (__buf1 as usize) * 8) as u32,
+              __aph7,
+            );
+            if __fixnow {
+              let __fb = __smem
+                .add(32768usize + (__buf1 as usize) * 8192usize)
+                as *mut ::kernel_std::__private::device::F16;
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                4096usize,
+              );
+              let mut __e: usize = __tid;
+              while __e < __ne {
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_7,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __e;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                )) {
+                  ::kernel_std::__private::device::store(
+                    __fb
+                      .add(
+                        ({
+                          let __sf: usize = __e;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  );
+                }
+                __e += 128usize;
+              }
+            }
+            if __fixnow {
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+            }
+            {
+              let __ar16: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_15[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma17,
+                  [
+                    __ar16[0usize],
+                    __ar16[1usize],
+                    __ar16[2usize],
+                    __ar16[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma17,
+                  [
+                    __ar16[4usize],
+                    __ar16[5usize],
+                    __ar16[6usize],
+                    __ar16[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma17,
+                  [
+                    __ar16[8usize],
+                    __ar16[9usize],
+                    __ar16[10usize],
+                    __ar16[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma17,
+                  [
+                    __ar16[12usize],
+                    __ar16[13usize],
+                    __ar16[14usize],
+                    __ar16[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma17);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = __mma17[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -3830,327 +4805,17 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_4[__j] = m_ij_14[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_5[__j],
-                  alpha_16[__j],
-                ),
-                __red10[__j],
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_6[__j],
-                alpha_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              );
-            },
-          );
-          let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma12[__j] = acc_6[__j];
-            },
-          );
-          ::kernel_std::__private::device::mbarrier_wait(
-            ::kernel_std::__private::device::smem_addr()
-              + (57344usize + (__buf1 as usize) * 8) as u32,
-            __aph7,
-          );
-          if __fixnow {
-            let __fb = __smem.add(32768usize + (__buf1 as usize) * 8192usize)
-              as *mut ::kernel_std::__private::device::F16;
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              4096usize,
-            );
-            let mut __e: usize = __tid;
-            while __e < __ne {
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_7,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __e;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              )) {
-                ::kernel_std::__private::device::store(
-                  __fb
-                    .add(
-                      ({
-                        let __sf: usize = __e;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      }),
-                    ),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                );
-              }
-              __e += 128usize;
-            }
           }
-          if __fixnow {
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-          }
-          {
-            let __ar11: [u32; 16usize] = {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> f32 {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 64usize
-                    + ((__warp / 4) % 1usize) * 64usize
-                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  p_15[__j]
-                },
-              );
-              [
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(0usize),
-                  __val(1usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(2usize),
-                  __val(3usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(4usize),
-                  __val(5usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(6usize),
-                  __val(7usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(8usize),
-                  __val(9usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(10usize),
-                  __val(11usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(12usize),
-                  __val(13usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(14usize),
-                  __val(15usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(16usize),
-                  __val(17usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(18usize),
-                  __val(19usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(20usize),
-                  __val(21usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(22usize),
-                  __val(23usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(24usize),
-                  __val(25usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(26usize),
-                  __val(27usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(28usize),
-                  __val(29usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(30usize),
-                  __val(31usize),
-                ),
-              ]
-            };
-            {
-              let __wg: usize = __warp / 4;
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (32768usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                    as u32,
-                8192usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma12,
-                [
-                  __ar11[0usize],
-                  __ar11[1usize],
-                  __ar11[2usize],
-                  __ar11[3usize],
-                ],
-                __db + 0u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma12,
-                [
-                  __ar11[4usize],
-                  __ar11[5usize],
-                  __ar11[6usize],
-                  __ar11[7usize],
-                ],
-                __db + 128u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma12,
-                [
-                  __ar11[8usize],
-                  __ar11[9usize],
-                  __ar11[10usize],
-                  __ar11[11usize],
-                ],
-                __db + 256u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma12,
-                [
-                  __ar11[12usize],
-                  __ar11[13usize],
-                  __ar11[14usize],
-                  __ar11[15usize],
-                ],
-                __db + 384u64,
-              );
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma12);
-          }
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_6[__j] = __mma12[__j];
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_4[__j] = m_ij_14[__j];
-            },
-          );
           __ic7 += 1;
           __i = match __i.checked_add(__step) {
             Some(n) => n,
@@ -5479,98 +6144,38 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          let mut __mma13: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma13[__j] = 0.0f32;
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_group::<2>();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
+          if true
+            && (true
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+                __p_n,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_7,
+                  (0i32).wrapping_add((63usize) as i32),
+                ),
+                __p_n,
+              ))
           {
-            {
-              let __wg: usize = __warp / 4;
-              let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                  + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (8192usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                16usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 2u64, __db + 2u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 4u64, __db + 4u64);
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                32usize,
-                0usize,
-                0u32,
-                0u32,
-              >(&mut __mma13, __da + 6u64, __db + 6u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma13);
-          }
-          let mut qk_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              qk_12[__j] = __mma13[__j];
-            },
-          );
-          let __red14: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+            let mut __mma18: [f32; 32usize] = [0.0f32; 32usize];
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -5583,43 +6188,505 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = {
-                  let __wa = qk_12[__j];
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_7,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                __mma18[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<2>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
                 );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma18, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma18);
+            }
+            let mut qk_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_12[__j] = __mma18[__j];
+              },
+            );
+            let __red19: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = qk_12[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_14: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_14[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_i_4[__j],
+                  __red19[__j],
+                );
+              },
+            );
+            let mut p_15: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_15[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    qk_12[__j],
+                    m_ij_14[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
+                );
+              },
+            );
+            let mut alpha_16: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_16[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_4[__j],
+                    m_ij_14[__j],
+                  ),
+                );
+              },
+            );
+            let __red20: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_15[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_5[__j],
+                    alpha_16[__j],
+                  ),
+                  __red20[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_6[__j],
+                  alpha_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma22: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma22[__j] = acc_6[__j];
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<2>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              let __ar21: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_15[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma22,
+                  [
+                    __ar21[0usize],
+                    __ar21[1usize],
+                    __ar21[2usize],
+                    __ar21[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma22,
+                  [
+                    __ar21[4usize],
+                    __ar21[5usize],
+                    __ar21[6usize],
+                    __ar21[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma22,
+                  [
+                    __ar21[8usize],
+                    __ar21[9usize],
+                    __ar21[10usize],
+                    __ar21[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma22,
+                  [
+                    __ar21[12usize],
+                    __ar21[13usize],
+                    __ar21[14usize],
+                    __ar21[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma22);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = __mma22[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -5627,67 +6694,122 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_4[__j] = m_ij_14[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          let mut m_ij_14: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_ij_14[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_i_4[__j],
-                __red14[__j],
-              );
-            },
-          );
-          let mut p_15: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              p_15[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
+          } else {
+            let mut __mma23: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma23[__j] = 0.0f32;
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<2>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                  16usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 2u64, __db + 2u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 4u64, __db + 4u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  0u32,
+                >(&mut __mma23, __da + 6u64, __db + 6u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma23);
+            }
+            let mut qk_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                qk_12[__j] = __mma23[__j];
+              },
+            );
+            let __red24: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = {
                     let __wa = qk_12[__j];
                     let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       f64::NEG_INFINITY,
@@ -5709,37 +6831,76 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                     } else {
                       __wb
                     }
-                  },
-                  m_ij_14[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
+                  };
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
               );
-            },
-          );
-          let mut alpha_16: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              alpha_16[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            let mut m_ij_14: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_ij_14[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
                   m_i_4[__j],
-                  m_ij_14[__j],
-                ),
-              );
-            },
-          );
-          let __red15: [f32; 2usize] = {
-            let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            ); 2usize];
+                  __red24[__j],
+                );
+              },
+            );
+            let mut p_15: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
             ::kernel_std::__private::device::unroll::<
               32usize,
               _,
@@ -5752,21 +6913,354 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                let __x = p_15[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                    1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                    1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                    0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                    0usize, 0usize, 1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                p_15[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __wa = qk_12[__j];
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_7,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    },
+                    m_ij_14[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                  ),
                 );
+              },
+            );
+            let mut alpha_16: [f32; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                alpha_16[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    m_i_4[__j],
+                    m_ij_14[__j],
+                  ),
+                );
+              },
+            );
+            let __red25: [f32; 2usize] = {
+              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+                0,
+              ); 2usize];
+              ::kernel_std::__private::device::unroll::<
+                32usize,
+                _,
+              >(
+                #[inline(always)]
+                |__j: usize| {
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  let __x = p_15[__j];
+                  let __i: usize = {
+                    const __L: [usize; 32usize] = [
+                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                      0usize, 0usize, 1usize, 1usize,
+                    ];
+                    __L[__j]
+                  };
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      1u32,
+                    ),
+                  );
+                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __p[__i],
+                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                      __p[__i],
+                      2u32,
+                    ),
+                  );
+                },
+              );
+              [
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[0usize],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+                  __p[1usize],
+                ),
+              ]
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_5[__j],
+                    alpha_16[__j],
+                  ),
+                  __red25[__j],
+                );
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  acc_6[__j],
+                  alpha_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                );
+              },
+            );
+            let mut __mma27: [f32; 32usize] = [0.0f32; 32usize];
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                __mma27[__j] = acc_6[__j];
+              },
+            );
+            ::kernel_std::__private::device::cp_async_wait_group::<2>();
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            {
+              let __ar26: [u32; 16usize] = {
+                let __val = ::kernel_std::__private::device::inline_fn(
+                  #[inline(always)]
+                  |__j: usize| -> f32 {
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    p_15[__j]
+                  },
+                );
+                [
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(0usize),
+                    __val(1usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(2usize),
+                    __val(3usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(4usize),
+                    __val(5usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(6usize),
+                    __val(7usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(8usize),
+                    __val(9usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(10usize),
+                    __val(11usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(12usize),
+                    __val(13usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(14usize),
+                    __val(15usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(16usize),
+                    __val(17usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(18usize),
+                    __val(19usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(20usize),
+                    __val(21usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(22usize),
+                    __val(23usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(24usize),
+                    __val(25usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(26usize),
+                    __val(27usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(28usize),
+                    __val(29usize),
+                  ),
+                  ::kernel_std::__private::device::pack_f16x2(
+                    __val(30usize),
+                    __val(31usize),
+                  ),
+                ]
+              };
+              {
+                let __wg: usize = __warp / 4;
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (32768usize + (__buf1 as usize) * 8192usize) as u32
+                    + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                      as u32,
+                  8192usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
+                );
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma27,
+                  [
+                    __ar26[0usize],
+                    __ar26[1usize],
+                    __ar26[2usize],
+                    __ar26[3usize],
+                  ],
+                  __db + 0u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma27,
+                  [
+                    __ar26[4usize],
+                    __ar26[5usize],
+                    __ar26[6usize],
+                    __ar26[7usize],
+                  ],
+                  __db + 128u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma27,
+                  [
+                    __ar26[8usize],
+                    __ar26[9usize],
+                    __ar26[10usize],
+                    __ar26[11usize],
+                  ],
+                  __db + 256u64,
+                );
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+                  32usize,
+                  0usize,
+                  1u32,
+                >(
+                  &mut __mma27,
+                  [
+                    __ar26[12usize],
+                    __ar26[13usize],
+                    __ar26[14usize],
+                    __ar26[15usize],
+                  ],
+                  __db + 384u64,
+                );
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n64::<
+                32usize,
+                0usize,
+              >(&mut __mma27);
+            }
+            ::kernel_std::__private::device::bar_sync();
+            ::kernel_std::__private::device::unroll::<
+              32usize,
+              _,
+            >(
+              #[inline(always)]
+              |__j: usize| {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                acc_6[__j] = __mma27[__j];
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -5774,280 +7268,17 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
               _,
             >(
               #[inline(always)]
-              |__i: usize| {
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    1u32,
-                  ),
-                );
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                    __p[__i],
-                    2u32,
-                  ),
-                );
+              |__j: usize| {
+                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+                  | ((__lane >> 2usize) & 1) << 0u32
+                  | ((__lane >> 3usize) & 1) << 1u32
+                  | ((__lane >> 4usize) & 1) << 2u32
+                  | ((__warp >> 0usize) & 1) << 4u32
+                  | ((__warp >> 1usize) & 1) << 5u32);
+                m_i_4[__j] = m_ij_14[__j];
               },
             );
-            [
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[0usize],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                __p[1usize],
-              ),
-            ]
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_5[__j],
-                  alpha_16[__j],
-                ),
-                __red15[__j],
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_6[__j],
-                alpha_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              );
-            },
-          );
-          let mut __mma17: [f32; 32usize] = [0.0f32; 32usize];
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __mma17[__j] = acc_6[__j];
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_group::<2>();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let __ar16: [u32; 16usize] = {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> f32 {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 64usize
-                    + ((__warp / 4) % 1usize) * 64usize
-                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  p_15[__j]
-                },
-              );
-              [
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(0usize),
-                  __val(1usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(2usize),
-                  __val(3usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(4usize),
-                  __val(5usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(6usize),
-                  __val(7usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(8usize),
-                  __val(9usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(10usize),
-                  __val(11usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(12usize),
-                  __val(13usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(14usize),
-                  __val(15usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(16usize),
-                  __val(17usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(18usize),
-                  __val(19usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(20usize),
-                  __val(21usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(22usize),
-                  __val(23usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(24usize),
-                  __val(25usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(26usize),
-                  __val(27usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(28usize),
-                  __val(29usize),
-                ),
-                ::kernel_std::__private::device::pack_f16x2(
-                  __val(30usize),
-                  __val(31usize),
-                ),
-              ]
-            };
-            {
-              let __wg: usize = __warp / 4;
-              let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                ::kernel_std::__private::device::smem_addr()
-                  + (32768usize + (__buf1 as usize) * 8192usize) as u32
-                  + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                    as u32,
-                8192usize as u32,
-                1024usize as u32,
-                ::kernel_std::__private::device::wgmma_swizzle_mode(
-                  128usize,
-                ),
-              );
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma17,
-                [
-                  __ar16[0usize],
-                  __ar16[1usize],
-                  __ar16[2usize],
-                  __ar16[3usize],
-                ],
-                __db + 0u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma17,
-                [
-                  __ar16[4usize],
-                  __ar16[5usize],
-                  __ar16[6usize],
-                  __ar16[7usize],
-                ],
-                __db + 128u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma17,
-                [
-                  __ar16[8usize],
-                  __ar16[9usize],
-                  __ar16[10usize],
-                  __ar16[11usize],
-                ],
-                __db + 256u64,
-              );
-              ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                32usize,
-                0usize,
-                1u32,
-              >(
-                &mut __mma17,
-                [
-                  __ar16[12usize],
-                  __ar16[13usize],
-                  __ar16[14usize],
-                  __ar16[15usize],
-                ],
-                __db + 384u64,
-              );
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n64::<
-              32usize,
-              0usize,
-            >(&mut __mma17);
           }
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              acc_6[__j] = __mma17[__j];
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 0usize) & 1) << 4u32
-                | ((__warp >> 1usize) & 1) << 5u32);
-              m_i_4[__j] = m_ij_14[__j];
-            },
-          );
           __buf1 = if __buf1 == 2u32 { 0 } else { __buf1 + 1 };
           __i = match __i.checked_add(__step) {
             Some(n) => n,
