@@ -294,6 +294,28 @@ pub fn matmul_ones_past_k<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f1
     store(c + rm.as_col() * n + rn.as_row(), acc);
 }
 
+/// Sums over key blocks of `where_(keep, q k^T, 0)`, the condition a bound on the keys
+/// (`cols < lim`) and a run-time switch or a diagonal (`(flag > 0) | (rows >= cols)`): on the GPU
+/// the loop tests the condition once per iteration and runs its body without it where it holds
+/// on the whole block (`plan/uniform.rs`), so with the bounds the test chooses, blocks that the
+/// condition covers whole, cuts and leaves out all occur. The keys' rows are `sk` apart.
+#[kernel(BM = [64], BN = [32], D = [32], num_warps = 4)]
+pub fn masked_scores<const BM: i32, const BN: i32, const D: i32>(q: Ptr<f16>, k: Ptr<f16>, out: Ptr<f32>, n: i32, sk: i32, lim: i32, flag: i32) {
+    let offs_m = program_id(0) * BM + arange(0, BM);
+    let offs_n = arange(0, BN);
+    let offs_d = arange(0, D);
+    let qt = load(q + offs_m.as_col() * D + offs_d.as_row());
+    let mut acc = zeros::<f32>([BM, BN]);
+    for start_n in range(0, n, BN) {
+        let cols = start_n + offs_n;
+        let kt = load(k + (cols.as_row() * sk + offs_d.as_col()), cols.as_row() < n, 0.0);
+        let s = dot(qt, kt);
+        let keep = (cols.as_row() < lim) & ((flag > 0) | (offs_m.as_col() >= cols.as_row()));
+        acc = acc + where_(keep, s, 0.0);
+    }
+    store(out + offs_m.as_col() * BN + offs_n.as_row(), acc);
+}
+
 /// `C = A @ W^T` for a weight `W` stored `[N, K]`, written as `dot(a, w.trans(), acc)` with the
 /// pointers recomputed from the loop variable: on the GPU, the transpose goes into the load's
 /// pointers and the loop is pipelined (tensor maps on sm_90a, `wgmma` 64x64 tiles).

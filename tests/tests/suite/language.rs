@@ -74,6 +74,33 @@ fn k_tail_with_a_nonzero_other() {
     }
 }
 
+/// A `where_` in a `dot` loop whose condition holds on whole blocks in some iterations, is cut in
+/// others and fails in the rest (`masked_scores`): every (bound, switch) pair against float64,
+/// with a ragged and a whole number of key blocks.
+#[test]
+fn where_conditions_on_whole_blocks_cut_blocks_and_none() {
+    let dev = tests::test_device();
+    let (m, d, bn) = (128usize, 32usize, 32usize);
+    let q = Tensor::<f16>::randn(&dev, &[m, d], 13).unwrap();
+    let qv = q.to_f64_vec();
+    for n in [100usize, 96] {
+        let k = Tensor::<f16>::randn(&dev, &[n, d + 8], 14).unwrap();
+        let kv = k.to_f64_vec();
+        for (lim, flag) in [(n, 1), (n, 0), (70, 1), (70, 0), (0, 1), (200, 1)] {
+            let out = Tensor::<f32>::full(&dev, &[m, bn], f32::NAN).unwrap();
+            masked_scores::launch((m as i32 / 64,), &q, &k, &out, n as i32, (d + 8) as i32, lim as i32, flag, 64, 32, 32).unwrap();
+            let want: Vec<f64> = (0..m * bn)
+                .map(|i| {
+                    let (row, j) = (i / bn, i % bn);
+                    (j..n).step_by(bn).filter(|&col| col < lim && (flag > 0 || row >= col)).map(|col| (0..d).map(|x| qv[row * d + x] * kv[col * (d + 8) + x]).sum::<f64>()).sum()
+                })
+                .collect();
+            let r = worst_ratio(&out.to_f64_vec(), &want, 1e-3, 1e-3);
+            assert!(r <= 1.0, "n {n}, lim {lim}, flag {flag}: worst error ratio {r}");
+        }
+    }
+}
+
 /// Pointers advanced before the loads (and in two steps) give the same product.
 #[test]
 fn pointers_advanced_before_the_loads() {
