@@ -1,10 +1,11 @@
 //! Conditions that hold on whole blocks: in a loop that runs as written, a `where_` whose
-//! condition is made of comparisons of affine integer blocks (flash attention's `cols < n_ctx`,
-//! the causal `offs_m >= cols`) usually holds on every element of the block, in every iteration
-//! but the last or those on a diagonal. Such a condition is tested once per iteration at the
-//! block's corners (an affine function takes its extremes on a box at its corners), and the body
-//! runs in a version where the `where_` is its first value, with no comparison or select per
-//! element; the body as written runs in the other iterations (`expand_device/uniform.rs`).
+//! condition compares affine integer blocks with bounds (flash attention's `cols < n_ctx`)
+//! usually holds on every element of the block, in every iteration but the last. Such a
+//! condition is tested once per iteration at the block's corners (an affine function takes its
+//! extremes on a box at its corners), and the body runs in a version where the `where_` is its
+//! first value, with no comparison or select per element; the body as written runs in the other
+//! iterations (`expand_device/uniform.rs`). Diagonal bands (the causal `offs_m >= cols`) are not
+//! tested: the iterations that test them are the ones they cut.
 
 use super::*;
 
