@@ -18,7 +18,7 @@ impl DevicePlan<'_> {
     /// nothing the body computes nor memory (`inside`: so it can be tested at the top of the
     /// iteration) and is [`Self::block_testable`].
     pub(crate) fn uniform_conditions(&self, var: LocalId, body: &[Stmt], inside: &HashMap<LocalId, Vec<ExprId>>) -> Vec<ExprId> {
-        let nested = body.iter().any(|s| has_loop(s));
+        let nested = super::split::count_loops(body) > 0;
         let has_dot = self.body_dots(body).iter().any(|&d| self.mma_tiling(d).is_some());
         if nested || !has_dot {
             return Vec::new();
@@ -85,9 +85,7 @@ impl DevicePlan<'_> {
             _ => false,
         }
     }
-}
 
-impl DevicePlan<'_> {
     /// Whether comparison `c` of `a` and `b` is affine on both sides, at most one of which varies
     /// or both along the same axes of `c`'s block.
     fn bounded_comparison(&self, c: ExprId, a: ExprId, b: ExprId) -> bool {
@@ -102,9 +100,4 @@ impl DevicePlan<'_> {
             _ => false,
         }
     }
-}
-
-/// Whether statement `s` is or holds a loop.
-fn has_loop(s: &Stmt) -> bool {
-    matches!(s, Stmt::For { .. } | Stmt::While { .. }) || s.bodies().into_iter().any(|b| b.iter().any(has_loop))
 }
