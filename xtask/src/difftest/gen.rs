@@ -556,9 +556,9 @@ fn dot_kernel(rng: &mut Rng, name: String) -> Case {
     let out = ex.convert(&epi, oty).unwrap_or_else(|| Val { code: format!("({}).to::<{}>()", epi.code, oty.name()), ty: oty, ..epi.clone() });
     let warps = warps(rng);
     let stages = if rng.chance(50) { String::new() } else { format!(", num_stages = {}", rng.pick(&[1, 2, 3, 4])) };
-    // Drawn last, so the other choices of a seed's kernels stay those of earlier generators: the
-    // product added only where a condition on the indices holds (a loop that runs as written;
-    // conditions that compare indices with bounds are tested once per iteration on the GPU).
+    // Drawn last, so that a seed's other choices do not depend on it: the product added only
+    // where a condition on the indices holds (a loop that runs as written; conditions that
+    // compare indices with bounds are tested once per iteration on the GPU).
     let acc_form = if rng.chance(30) {
         let cond = rng.pick(&[
             "(rm.as_col() + k0 < M) & (rn.as_row() < N)",
