@@ -11,6 +11,7 @@ pub mod attention;
 pub mod batched_matmul;
 pub mod dropout;
 pub mod layer_norm;
+pub mod linear;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod logging;
 pub mod matmul;

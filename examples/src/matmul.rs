@@ -126,6 +126,8 @@ pub enum MatmulError {
     NotAMatrix { which: &'static str, shape: Vec<usize> },
     #[error("the output has shape {found:?}, expected {expected:?}")]
     OutputShape { expected: Vec<usize>, found: Vec<usize> },
+    #[error("the bias has shape {found:?}, expected [{expected}] (one value per output column)")]
+    BiasShape { expected: usize, found: Vec<usize> },
     #[error("{which} is too large for 32-bit offsets: {detail}")]
     TooLarge { which: &'static str, detail: String },
     #[error("a is on {a} but b is on {b}: move both to one device")]

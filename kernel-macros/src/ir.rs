@@ -395,6 +395,13 @@ impl MathFn {
             MathFn::Sqrt | MathFn::Rsqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil | MathFn::Rint | MathFn::Trunc | MathFn::Round | MathFn::IsNan | MathFn::IsInf | MathFn::Fma | MathFn::Clamp | MathFn::UMulHi
         )
     }
+    /// Whether its per-element code is long enough that a block of it needs registers beside a
+    /// full `mma` accumulator: `libm`'s `expm1`, `log1p`, `log10` and `pow` (range reductions and
+    /// branches), and `erf` (two polynomials and an exponential). The others are an instruction
+    /// or a short straight line (`ex2.approx`, `tanh`'s one polynomial and one exponential).
+    pub fn is_long(self) -> bool {
+        matches!(self, MathFn::Erf | MathFn::Expm1 | MathFn::Log1p | MathFn::Log10 | MathFn::Pow)
+    }
 }
 
 /// Read-modify-write operations on memory (`atomic_add(ptrs, val, mask)`, ...).

@@ -542,6 +542,16 @@ pub fn div_rn_f32(a: f32, b: f32) -> f32 {
     }
 }
 
+/// `a / b` in f32, correctly rounded, for `|a|` in [2^-90, 2^90] and `|b|` in [2^-30, 2^30]:
+/// [`div_rn_f32`]'s sequence without its tests (wrong outside that range).
+#[inline(always)]
+fn div_rn_f32_in_range(a: f32, b: f32) -> f32 {
+    let y0 = rcp_approx(b);
+    let y = fma_rn(y0, fma_rn(-b, y0, 1.0), y0);
+    let q0 = mul_rn(a, y);
+    fma_rn(y, fma_rn(-b, q0, a), q0)
+}
+
 /// `div.rn.f32`, kept out of the optimizer's reach (it would otherwise compute it ahead of
 /// the test in [`div_rn_f32`], for every element).
 #[inline(always)]
@@ -712,9 +722,9 @@ round_half_away!(round_f32, f32, trunc_f32, 0x8000_0000u32);
 
 /// Float math: f32 instructions (the `.approx` ones as Triton uses them) for f32 and half
 /// precision (computed in f32, rounded once); f64 is computed in f64 (see `impl Float for f64`).
-/// `expm1`, `log10`, `log1p`, `tanh`, `erf` and `pow` are `libm`'s, the same code the CPU
-/// backend runs, so both backends give the same bits; `fma` rounds once (twice for f16/bf16:
-/// the f32 result is rounded to the dtype).
+/// `expm1`, `log10`, `log1p` and `pow` are `libm`'s and `tanh` and `erf` are `kernel-math`'s,
+/// the same code the CPU backend runs, so both backends give the same bits; `fma` rounds once
+/// (twice for f16/bf16: the f32 result is rounded to the dtype).
 pub trait Float: Elem + Num {
     #[inline(always)] fn exp(x: Self) -> Self { Self::from_f32(ex2(x.to_f32() * core::f32::consts::LOG2_E)) }
     #[inline(always)] fn exp2(x: Self) -> Self { Self::from_f32(ex2(x.to_f32())) }
@@ -736,8 +746,8 @@ pub trait Float: Elem + Num {
     #[inline(always)] fn expm1(x: Self) -> Self { Self::from_f32(libm::expm1f(x.to_f32())) }
     #[inline(always)] fn log10(x: Self) -> Self { Self::from_f32(libm::log10f(x.to_f32())) }
     #[inline(always)] fn log1p(x: Self) -> Self { Self::from_f32(libm::log1pf(x.to_f32())) }
-    #[inline(always)] fn tanh(x: Self) -> Self { Self::from_f32(libm::tanhf(x.to_f32())) }
-    #[inline(always)] fn erf(x: Self) -> Self { Self::from_f32(libm::erff(x.to_f32())) }
+    #[inline(always)] fn tanh(x: Self) -> Self { Self::from_f32(kernel_math::tanh::<Ptx>(x.to_f32())) }
+    #[inline(always)] fn erf(x: Self) -> Self { Self::from_f32(kernel_math::erf::<Ptx>(x.to_f32())) }
     #[inline(always)] fn sigmoid(x: Self) -> Self { Self::from_f32(div_rn_f32(1.0, 1.0 + <f32 as Float>::exp(-x.to_f32()))) }
     #[inline(always)] fn pow(x: Self, y: Self) -> Self { Self::from_f32(libm::powf(x.to_f32(), y.to_f32())) }
     #[inline(always)] fn fma(a: Self, b: Self, c: Self) -> Self { Self::from_f32(fma_rn(a.to_f32(), b.to_f32(), c.to_f32())) }
@@ -747,6 +757,20 @@ pub trait Float: Elem + Num {
     #[inline(always)] fn clamp(x: Self, lo: Self, hi: Self) -> Self { <Self as Num>::min(<Self as Num>::max(x, lo), hi) }
 }
 impl Float for f32 {}
+
+/// `kernel-math`'s operations as the device computes them (rounded once, as on the host; its
+/// divisions' operands are in [0.5, 2], where the division needs no tests).
+struct Ptx;
+impl kernel_math::Arith for Ptx {
+    #[inline(always)]
+    fn fma(a: f32, b: f32, c: f32) -> f32 {
+        fma_rn(a, b, c)
+    }
+    #[inline(always)]
+    fn div(a: f32, b: f32) -> f32 {
+        div_rn_f32_in_range(a, b)
+    }
+}
 
 #[inline(always)]
 fn fma_rn(a: f32, b: f32, c: f32) -> f32 {

@@ -13,7 +13,7 @@ const SUITE: &str = "suite";
 /// Its subjects (modules) that run on a GPU (`KERNEL_TEST_DEVICE=cuda`), listed one a line in
 /// `tests/suite.subjects` for `scripts/gpu-check.sh`, which runs each as a step of its own
 /// (`suite <subject>::`).
-const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "reductions", "layer_norm", "softmax", "attention", "matmul_split_k", "debug", "types", "eight_bit", "matmul_8bit", "hints", "nested", "matmul_persistent"];
+const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "reductions", "layer_norm", "softmax", "attention", "matmul_split_k", "debug", "types", "eight_bit", "matmul_8bit", "hints", "nested", "matmul_persistent", "linear"];
 /// The suite's modules that test the CPU backend or the documentation only.
 #[cfg(test)]
 const CPU_SUBJECTS: &[&str] = &["cpu_errors", "guide"];

@@ -45,6 +45,13 @@ commands:
                Triton kernel after its tutorial and PyTorch's SDPA on the same shapes and a
                table of ratios [--max-ctx N] [--out DIR] (default target/bench:
                attention.csv, triton-attention.csv, attention-compare.md)
+  bench linear the fused bf16 linear layer (bias and GELU on the accumulator; squares 2048,
+               4096, 8192 and a transformer MLP's projections, weight row-major and
+               transposed) in TFLOPS; with Triton and PyTorch importable, cuBLAS alone, cuBLAS
+               followed by separate bias and GELU kernels, and Triton's tutorial matmul with
+               the same epilogue on the same shapes, and a table of ratios
+               [--sizes S,...] [--shapes MxNxK,...] [--layouts nn,nt] [--out DIR] (default
+               target/bench: linear.csv, triton-linear.csv, linear-compare.md)
   bench matmul-8bit
                the quantized matmuls (f8e4m3 scaled to f16, i8 to i32; squares 1024..8192,
                B row-major and transposed) in TFLOPS against cuBLAS f16; with PyTorch
@@ -233,8 +240,9 @@ fn bench(rest: &[String]) -> Result<()> {
         }
         Some(kernel @ ("memory" | "vector_add" | "softmax" | "layer_norm")) => bench_memory(kernel, &rest[1..]),
         Some("attention") => bench_attention(&rest[1..]),
+        Some("linear") => bench_linear(&rest[1..]),
         Some("matmul-8bit") => bench_matmul_8bit(&rest[1..]),
-        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm, attention, matmul-8bit)\n\n{HELP}"),
+        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm, attention, linear, matmul-8bit)\n\n{HELP}"),
         None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
     }
 }
@@ -329,6 +337,38 @@ fn bench_attention(rest: &[String]) -> Result<()> {
     python_script("triton_attention_bench.py", &args)?;
     let md = out.join("attention-compare.md").to_string_lossy().to_string();
     python_script("attention_compare.py", &[out_s.clone(), out_s, "--out".into(), md])
+}
+
+/// `cargo xtask bench linear [--sizes S,...] [--shapes MxNxK,...] [--layouts nn,nt] [--out DIR]`:
+/// the fused bf16 linear layer with bias and GELU (`bench_linear`), then, when `python3` can
+/// import Triton, PyTorch (cuBLAS alone, and followed by separate bias and GELU kernels) and
+/// Triton's tutorial matmul with the same epilogue on the same shapes
+/// (`scripts/triton_linear_bench.py`) and the table of ratios (`scripts/linear_compare.py`).
+fn bench_linear(rest: &[String]) -> Result<()> {
+    let mut out = root().join("target/bench");
+    let mut pass = Vec::new();
+    let mut args = rest.iter();
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--out", Some(dir)) => out = PathBuf::from(dir),
+            (flag @ ("--sizes" | "--shapes" | "--layouts"), Some(v)) => pass.extend([flag.to_string(), v.clone()]),
+            _ => bail!("usage: cargo xtask bench linear [--sizes 2048,4096,...] [--shapes MxNxK,...] [--layouts nn,nt] [--out DIR]"),
+        }
+    }
+    if !build_ptx_for_gpu()? {
+        bail!("`cargo xtask bench linear` needs a GPU (nvidia-smi found none)");
+    }
+    let out_s = out.to_string_lossy().to_string();
+    let mut args = pass.clone();
+    args.extend(["--out".to_string(), out_s.clone()]);
+    cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_linear", "--"], &args)?;
+    if !python_has_triton() {
+        println!("bench linear: python3 cannot import triton and torch; Triton's and PyTorch's numbers are left out");
+        return Ok(());
+    }
+    python_script("triton_linear_bench.py", &args)?;
+    let md = out.join("linear-compare.md").to_string_lossy().to_string();
+    python_script("linear_compare.py", &[out_s.clone(), out_s, "--out".into(), md])
 }
 
 /// Builds the PTX for the first GPU's architecture, when there is a GPU; says whether there is.

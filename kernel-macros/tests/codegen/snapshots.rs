@@ -60,13 +60,16 @@ const DEFAULT: Policy = Policy { instances: None, split: false, sm_80: true };
 /// The kernels (by name) written otherwise than by `DEFAULT`. The examples' matmul: its device
 /// code is 0.7 to 3.6 MB per instance (pretty-printed; 45 instances), so only config 6 without
 /// activation (64x32x32 on 2 warps, the smallest: the `mma.sync` K loop, one body for every
-/// target) and config 0 with swish (whose `exp` halves the accumulator budget, so that its
-/// 128x256 `dot` runs as f32 FMAs); the corpus covers the other paths with small tiles. The
+/// target) and config 0 with swish (a 128x256 accumulator with an epilogue of exponentials and
+/// divisions); the corpus covers the other paths with small tiles. The bf16 linear layer: its
+/// sm_90a bodies of config 1 with `gelu` (`erf`, which halves the accumulator budget) and
+/// config 0 with `gelu_tanh` (128x256 on `wgmma` with `tanh` per element). The
 /// corpus's Hopper kernels: their sm_80 bodies are the `mma.sync` paths of `k_loops.rs` and
 /// `tensor_cores.rs` again. The quantized matmuls: their smaller config (the paths of the
 /// `eight_bit` test kernels on a larger tile).
 const POLICIES: &[(&str, Policy)] = &[
     ("matmul_kernel", Policy { instances: Some(&[(6, 0), (0, 2)]), ..DEFAULT }),
+    ("linear_kernel", Policy { instances: Some(&[(1, 1), (0, 2)]), sm_80: false, ..DEFAULT }),
     ("matmul_fp8_kernel", Policy { instances: Some(&[(1, 0)]), ..DEFAULT }),
     ("matmul_i8_kernel", Policy { instances: Some(&[(1, 0)]), ..DEFAULT }),
     ("hopper_k_loop", Policy { split: true, sm_80: false, ..DEFAULT }),

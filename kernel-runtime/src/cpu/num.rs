@@ -426,12 +426,37 @@ macro_rules! native_float {
 }
 native_float!(f32: f32_math, f64: f64_math);
 
-/// `libm`'s functions under one name per dtype: the device code runs the same ones, so both
-/// backends give the same bits for `expm1`, `log10`, `log1p`, `tanh`, `erf` and `pow`.
+/// The functions the device code computes with the same code, under one name per dtype, so
+/// that both backends give the same bits: `libm`'s `expm1`, `log10`, `log1p` and `pow` (and, in
+/// f64, `tanh` and `erf`), `kernel-math`'s f32 `tanh` and `erf`.
 /// `flush`: what `exp` and `exp2` give for a result below the smallest normal number: zero in
 /// f32 (the device's `ex2.approx.ftz`, Triton's instruction), the result itself in f64.
 mod f32_math {
-    pub use libm::{erff as erf, expm1f as expm1, log10f as log10, log1pf as log1p, powf as pow, tanhf as tanh};
+    pub use libm::{expm1f as expm1, log10f as log10, log1pf as log1p, powf as pow};
+
+    /// The host's fused multiply-add and division for `kernel-math` (the device supplies its
+    /// instructions; both round once).
+    struct Host;
+    impl kernel_math::Arith for Host {
+        #[inline]
+        fn fma(a: f32, b: f32, c: f32) -> f32 {
+            a.mul_add(b, c)
+        }
+        #[inline]
+        fn div(a: f32, b: f32) -> f32 {
+            a / b
+        }
+    }
+
+    #[inline]
+    pub fn tanh(x: f32) -> f32 {
+        kernel_math::tanh::<Host>(x)
+    }
+
+    #[inline]
+    pub fn erf(x: f32) -> f32 {
+        kernel_math::erf::<Host>(x)
+    }
 
     #[inline]
     pub fn flush(x: f32) -> f32 {

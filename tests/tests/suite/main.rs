@@ -15,6 +15,7 @@ mod kernels;
 mod language;
 mod launch_errors;
 mod layer_norm;
+mod linear;
 mod math;
 mod matmul;
 mod matmul_8bit;

@@ -208,10 +208,25 @@ impl DevicePlan<'_> {
         best.map(|(_, l)| l)
     }
 
-    /// Registers per thread an `mma` accumulator may take (of 255): half when the kernel also
-    /// evaluates transcendental functions (their temporaries need the rest), else 128.
+    /// Registers per thread an `mma` accumulator may take (of 255): 128, or half when the
+    /// kernel's transcendental functions and float divisions weigh more than 2 (each 1, a
+    /// function with long per-element code 4: `MathFn::is_long`), since their temporaries then
+    /// need the rest. A tanh-GELU epilogue (one `tanh`) keeps a 128x256 tile on 8 warps on the
+    /// tensor cores without spilling; an erf-GELU or a swish (two `exp`s, two divisions) on
+    /// that tile spills 40-400 bytes, so those take the smaller tilings.
     pub(crate) fn accumulator_budget(&self) -> usize {
-        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(f, _) if f.is_transcendental())) {
+        let weight: usize = self
+            .k
+            .exprs
+            .iter()
+            .map(|e| match &e.kind {
+                ExprKind::Math(f, _) if f.is_long() => 4,
+                ExprKind::Math(f, _) if f.is_transcendental() => 1,
+                ExprKind::Binary(BinOp::Div, ..) if e.ty.dtype().is_some_and(DType::is_float) => 1,
+                _ => 0,
+            })
+            .sum();
+        if weight > 2 {
             64
         } else {
             128
