@@ -65,10 +65,14 @@ fn exp_neg<A: Arith>(v: f32) -> f32 {
     const SHIFT: f32 = 12_582_912.0;
     const LN2_HI: f32 = 0.693_359_375;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    let n = A::fma(v, core::f32::consts::LOG2_E, SHIFT) - SHIFT;
+    let shifted = A::fma(v, core::f32::consts::LOG2_E, SHIFT);
+    let n = shifted - SHIFT;
     let r = A::fma(n, -LN2_HI, v);
     let r = A::fma(n, -LN2_LO, r);
-    horner::<A, 7>(r, &EXP) * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    // `shifted`'s bits are SHIFT's plus `n` (its unit in the last place is 1), so 2^n's exponent
+    // field comes from integer arithmetic on them: no float-to-integer conversion.
+    let two_n = (shifted.to_bits().wrapping_sub(SHIFT.to_bits()).wrapping_add(127)) << 23;
+    horner::<A, 7>(r, &EXP) * f32::from_bits(two_n)
 }
 
 /// `tanh(x) = x + x^3 P(x^2)` for `|x| < 0.5625`, relative error 1.3e-9.

@@ -148,9 +148,11 @@ impl DevGen<'_> {
             return quote!(#id);
         }
         if matches!(at, At::Own) && m.numel == self.iter_numel && m.layout == self.iter_layout {
+            self.note_slot_read(id);
             return quote!(#id[__j]);
         }
         if let Some(code) = self.read_local(m, at) {
+            self.note_slot_read(id);
             return code;
         }
         let idx = self.idx(at);

@@ -48,6 +48,7 @@ mod smem_alloc;
 mod stmt;
 mod pipeline;
 mod reduce;
+mod rolled;
 mod plan;
 
 pub use entry::entry;
@@ -263,6 +264,9 @@ struct DevGen<'a> {
     /// `where_` conditions known to hold on every element (`uniform.rs`): the `where_` is its
     /// first value.
     assume: HashSet<ExprId>,
+    /// While an `mma`-layout phase that runs as a loop is generated (`rolled.rs`): the arrays
+    /// its element code reads (indexed by the slot).
+    slot_reads: Option<Vec<Ident>>,
 }
 
 impl<'a> std::ops::Deref for DevGen<'a> {
@@ -316,6 +320,7 @@ impl<'a> DevGen<'a> {
             prefetched: HashMap::new(),
             loop_tests: Vec::new(),
             assume: HashSet::new(),
+            slot_reads: None,
         }
     }
 

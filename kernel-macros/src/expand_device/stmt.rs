@@ -168,6 +168,8 @@ impl DevGen<'_> {
                 }
                 let body = if layout == Layout::Cyclic && self.vec_width(numel) > 1 {
                     self.phase_chunks(numel, &[value], elem, quote!(), quote!(), Some(id.clone()))
+                } else if self.rolls(value, numel, layout) {
+                    self.materialize_rolled(&id, &t, numel, layout, elem)
                 } else {
                     self.phase_in(numel, layout, elem)
                 };

@@ -1741,3 +1741,52 @@ fn pointers_advanced_before_the_loads_or_twice_are_not_pipelined() {
     let (_, p) = first_plan("", &base, Target::Sm80);
     assert!(matches!(only_loop(&p), Schedule::Pipelined(_)), "as the seeds write it:\n{p}");
 }
+
+/// A 128x256 tile on 8 warps with an epilogue of transcendental functions: the accumulator
+/// keeps its 128 registers per thread (`wgmma`), and the epilogue's phase runs as a loop over
+/// groups of 4 slots on copies of its arrays (`rolled.rs`), also one that reads a row statistic;
+/// a phase of 64 slots per thread, or inside the K loop, stays unrolled; transcendental functions in the loop that weigh
+/// more than 2 halve the accumulator's registers.
+#[test]
+fn transcendental_epilogues_run_as_loops_over_slots() {
+    let src = |in_loop: &str, epilogue: &str| {
+        format!(
+            r#"fn mm<const BM: i32, const BN: i32>(a: Ptr<f16>, b: Ptr<f16>, c: Ptr<f32>, k: i32) {{
+                let m = arange(0, BM);
+                let n = arange(0, BN);
+                let kk = arange(0, 64);
+                let mut acc = zeros::<f32>([BM, BN]);
+                for i in 0..k / 64 {{
+                    acc = dot(load(a + m.as_col() * k + (i * 64 + kk).as_row()), load(b + (i * 64 + kk).as_col() * BN + n.as_row()), acc);
+                    {in_loop}
+                }}
+                {epilogue}
+                store(c + m.as_col() * BN + n.as_row(), acc);
+            }}"#
+        )
+    };
+    let attr = "BM = [128], BN = [256], num_warps = 8";
+    let rolled = |out: &str| out.matches("let __ng : usize").count();
+    let tile = |p: &DevicePlan<'_>| p.to_string().lines().find(|l| l.contains("%acc.") && l.contains("materialized")).unwrap_or_default().to_string();
+
+    let (out, p) = first_plan(attr, &src("", "acc = 0.5 * acc * (1.0 + tanh(acc * 0.8));"), Target::Sm90a);
+    assert!(tile(&p).contains("tiles of 64x256"), "{}", tile(&p));
+    assert!(rolled(&out) >= 1, "the epilogue as a loop (each body and version)");
+    assert!(out.contains("__g * 4usize + __u"), "groups of 4 slots");
+    let (out, p) = first_plan(attr, &src("", "acc = 0.5 * acc * (1.0 + erf(acc * 0.7)) + exp(acc) / (1.0 + exp(acc));"), Target::Sm90a);
+    assert!(tile(&p).contains("tiles of 64x256"), "long functions outside loops keep the budget: {}", tile(&p));
+    assert!(rolled(&out) >= 1);
+
+    // A row statistic (another layout) read too: its array is copied for the loop as well.
+    let (out, _) = first_plan(attr, &src("", "let mx = acc.max(1);\n acc = exp(acc - mx.as_col());"), Target::Sm90a);
+    assert!(rolled(&out) >= 1);
+    assert!(out.contains("let mx_"), "{out}");
+    // 64 slots per thread (128x128 on 8 warps): unrolled.
+    let (out, _) = first_plan("BM = [128], BN = [128], num_warps = 8", &src("", "acc = tanh(acc);"), Target::Sm90a);
+    assert_eq!(rolled(&out), 0, "64 slots: unrolled");
+    let (out, p) = first_plan(attr, &src("acc = tanh(acc);", ""), Target::Sm90a);
+    assert_eq!(rolled(&out), 0, "inside the loop: unrolled");
+    assert!(tile(&p).contains("tiles of 64x256"), "{}", tile(&p));
+    let (_, p) = first_plan(attr, &src("acc = acc + exp(acc) / (1.0 + exp(acc));", ""), Target::Sm90a);
+    assert!(!tile(&p).contains("tiles of 64x256"), "weight 4 in the loop: half the registers: {}", tile(&p));
+}

@@ -61,9 +61,9 @@ const DEFAULT: Policy = Policy { instances: None, split: false, sm_80: true };
 /// code is 0.7 to 3.6 MB per instance (pretty-printed; 45 instances), so only config 6 without
 /// activation (64x32x32 on 2 warps, the smallest: the `mma.sync` K loop, one body for every
 /// target) and config 0 with swish (a 128x256 accumulator with an epilogue of exponentials and
-/// divisions); the corpus covers the other paths with small tiles. The bf16 linear layer: its
-/// sm_90a bodies of config 1 with `gelu` (`erf`, which halves the accumulator budget) and
-/// config 0 with `gelu_tanh` (128x256 on `wgmma` with `tanh` per element). The
+/// divisions, run as loops over slots); the corpus covers the other paths with small tiles. The
+/// bf16 linear layer: its sm_90a bodies of config 1 with `gelu` (`erf`) and config 0 with
+/// `gelu_tanh` (128x256 on `wgmma`), whose epilogues run as loops over slots. The
 /// corpus's Hopper kernels: their sm_80 bodies are the `mma.sync` paths of `k_loops.rs` and
 /// `tensor_cores.rs` again. The quantized matmuls: their smaller config (the paths of the
 /// `eight_bit` test kernels on a larger tile).

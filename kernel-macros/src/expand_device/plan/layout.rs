@@ -209,28 +209,48 @@ impl DevicePlan<'_> {
     }
 
     /// Registers per thread an `mma` accumulator may take (of 255): 128, or half when the
-    /// kernel's transcendental functions and float divisions weigh more than 2 (each 1, a
-    /// function with long per-element code 4: `MathFn::is_long`), since their temporaries then
-    /// need the rest. A tanh-GELU epilogue (one `tanh`) keeps a 128x256 tile on 8 warps on the
-    /// tensor cores without spilling; an erf-GELU or a swish (two `exp`s, two divisions) on
-    /// that tile spills 40-400 bytes, so those take the smaller tilings.
+    /// transcendental functions and float divisions inside the kernel's loops weigh more than
+    /// 2 (each 1, a function with long per-element code 4: `MathFn::is_long`), since their
+    /// temporaries then need the rest. Outside loops (an epilogue) an `mma`-layout phase with
+    /// transcendental functions runs as a loop over a few slots at a time (`rolled.rs`), whose
+    /// temporaries do not add up; on fewer than 8 warps, or without `wgmma`, such a kernel still
+    /// takes half (with 128 registers, the examples' swish matmul spills on 128x128 tiles on 4
+    /// warps in its split-K entry, and on 128x256 tiles on `mma.sync`).
     pub(crate) fn accumulator_budget(&self) -> usize {
-        let weight: usize = self
-            .k
-            .exprs
-            .iter()
-            .map(|e| match &e.kind {
-                ExprKind::Math(f, _) if f.is_long() => 4,
-                ExprKind::Math(f, _) if f.is_transcendental() => 1,
-                ExprKind::Binary(BinOp::Div, ..) if e.ty.dtype().is_some_and(DType::is_float) => 1,
-                _ => 0,
-            })
-            .sum();
-        if weight > 2 {
+        let transcendental = self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(f, _) if f.is_transcendental()));
+        if self.loop_weight(&self.k.body, false) > 2 || (transcendental && (self.threads < 256 || !self.target.has_wgmma())) {
             64
         } else {
             128
         }
+    }
+
+    /// The weight (as [`Self::accumulator_budget`] counts it) of the expressions of `stmts`
+    /// that run in a loop (`in_loop`: `stmts` are inside one).
+    fn loop_weight(&self, stmts: &[Stmt], in_loop: bool) -> usize {
+        let weigh = |e: ExprId| if in_loop { self.weight(e) } else { 0 };
+        stmts
+            .iter()
+            .map(|s| match s {
+                Stmt::For { body, .. } => self.loop_weight(body, true),
+                Stmt::While { pre, body, .. } => self.loop_weight(pre, true) + self.loop_weight(body, true),
+                Stmt::If { then, els, .. } => self.loop_weight(then, in_loop) + self.loop_weight(els, in_loop),
+                Stmt::Let { value, .. } | Stmt::Assign { value, .. } | Stmt::Store { value, .. } => weigh(*value),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// The transcendental functions and float divisions of the expression tree `e`.
+    fn weight(&self, e: ExprId) -> usize {
+        let ex = &self.k.exprs[e];
+        let own = match &ex.kind {
+            ExprKind::Math(f, _) if f.is_long() => 4,
+            ExprKind::Math(f, _) if f.is_transcendental() => 1,
+            ExprKind::Binary(BinOp::Div, ..) if ex.ty.dtype().is_some_and(DType::is_float) => 1,
+            _ => 0,
+        };
+        own + ex.kind.operands().into_iter().map(|c| self.weight(c)).sum::<usize>()
     }
 
     pub(crate) fn numel(&self, e: ExprId) -> usize {
