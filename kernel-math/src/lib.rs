@@ -5,11 +5,11 @@
 //! PTX) — so that a kernel gives the same bits on either.
 //!
 //! [`erf`] and [`tanh`] in f32: a polynomial near zero, one exponential and a polynomial (or a
-//! quotient) beyond it, both evaluated and one selected. No branches, no tables and no calls,
-//! so that a block of them is a short straight line per element (the GELU epilogue of a
-//! matmul evaluates one per accumulator element). Over every f32 input they are within 2
-//! units in the last place of the exact value (tests: every input against `libm`'s f64
-//! functions).
+//! quotient) beyond it; `tanh` evaluates both and selects one, `erf` branches between them
+//! (evaluating both and selecting made a 128-register matmul epilogue spill). No tables and no
+//! calls, so that a block of them is short code per element (the GELU epilogue of a matmul
+//! evaluates one per accumulator element). Over every f32 input they are within 2 units in the
+//! last place of the exact value (tests: every input against `libm`'s f64 functions).
 //!
 //! Each function is generic over the backend's [`Arith`]: its fused multiply-add and its
 //! division, both rounded once to nearest (IEEE 754), hence the same operations on the host and

@@ -168,7 +168,7 @@ mod tests {
     fn the_workspace_has_its_library_crates_and_one_version_of_each_dependency() {
         let root = crate::root();
         let crates = publishable(&root).unwrap();
-        assert_eq!(crates, ["kernel-bench", "kernel-build", "kernel-formats", "kernel-macros", "kernel-runtime", "kernel-std"]);
+        assert_eq!(crates, ["kernel-bench", "kernel-build", "kernel-formats", "kernel-macros", "kernel-math", "kernel-runtime", "kernel-std"]);
         let out = output(&root, &["tree", "--offline", "--duplicates", "--depth", "0", "--edges", "normal,build,dev", "--prefix", "none", "--format", "{p}"]).unwrap();
         assert_eq!(duplicates(&out), BTreeMap::new(), "{out}");
     }
