@@ -8,7 +8,7 @@
 //! row-major `w` (tensor maps and `wgmma` on sm_90a, `cp.async` and `mma.sync` elsewhere).
 
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::matmul::{check_operands, MatmulError};
+use crate::matmul::{check_operands, dims2, MatmulError};
 #[cfg(not(target_arch = "nvptx64"))]
 use kernel_runtime::{bf16, cdiv, Func, Tensor};
 use kernel_std::prelude::*;
@@ -111,11 +111,7 @@ pub use kernels::{gelu, gelu_tanh};
 /// As [`crate::matmul::matmul`] for `x` (as `a`) and `w` (as `b`), and
 /// [`MatmulError::BiasShape`] for a bias that is not `(N,)`.
 pub fn linear(x: &Tensor<bf16>, w: &Tensor<bf16>, bias: &Tensor<bf16>, activation: Option<Func>) -> Result<Tensor<bf16>, MatmulError> {
-    let (m, n) = match (x.shape(), w.shape()) {
-        ([m, _], [_, n]) => (*m, *n),
-        ([_, _], s) => return Err(MatmulError::NotAMatrix { which: "w", shape: s.to_vec() }),
-        (s, _) => return Err(MatmulError::NotAMatrix { which: "x", shape: s.to_vec() }),
-    };
+    let ((m, _), (_, n)) = (dims2(x, "x")?, dims2(w, "w")?);
     let y = Tensor::<bf16>::zeros(x.device(), &[m, n])?;
     linear_into(x, w, bias, &y, activation)?;
     Ok(y)

@@ -139,7 +139,7 @@ pub enum MatmulError {
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
-fn dims2<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(usize, usize), MatmulError> {
+pub(crate) fn dims2<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(usize, usize), MatmulError> {
     match t.shape() {
         [r, c] => Ok((*r, *c)),
         s => Err(MatmulError::NotAMatrix { which, shape: s.to_vec() }),

@@ -14,10 +14,8 @@ use super::*;
 /// Slots per iteration: independent element chains for the scheduler to interleave.
 const GROUP: usize = 4;
 
-/// Phases of more slots than this run as loops. Measured on an H200 (`linear_kernel`, bf16
-/// 4096^3): with 128 slots per thread the unrolled tanh-GELU epilogue took 0.216 ms of 0.416
-/// (instruction fetches), the loop 0.11 ms; with 64 slots the unrolled epilogue took 0.035 ms
-/// and the loop 0.09 ms (the local-memory round trip).
+/// Phases of more slots than this run as loops; at 64 slots the local-memory round trip costs
+/// more than the unrolled code's instruction fetches (BENCHMARKS.md, the linear layer).
 const MAX_UNROLLED: usize = 64;
 
 impl DevGen<'_> {
