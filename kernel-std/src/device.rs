@@ -55,6 +55,45 @@ pub fn smem() -> *mut u8 {
     p as *mut u8
 }
 
+/// One thread's register slots of a block, kept in the dynamic shared memory and indexed like
+/// the register array they stand for. Slot-major: slot `j` of thread `tid` is element
+/// `j * threads + tid`, so one slot of a warp's 32 threads is 32 consecutive elements (no bank
+/// conflicts). The emitter uses it for loops over slots, which cannot index registers.
+#[derive(Clone, Copy)]
+pub struct SmemSlots<T> {
+    at: *mut T,
+    threads: usize,
+}
+
+impl<T> SmemSlots<T> {
+    /// The slots of thread `tid` of `threads` in the array at byte offset `off` of the dynamic
+    /// shared memory.
+    ///
+    /// # Safety
+    /// `off` is aligned for `T` and the array (`threads` elements per slot) lies inside the
+    /// dynamic shared memory; no other code uses it while the view is used.
+    #[inline(always)]
+    pub unsafe fn new(off: usize, threads: usize, tid: usize) -> Self {
+        SmemSlots { at: unsafe { (smem().add(off) as *mut T).add(tid) }, threads }
+    }
+}
+
+impl<T> core::ops::Index<usize> for SmemSlots<T> {
+    type Output = T;
+
+    #[inline(always)]
+    fn index(&self, j: usize) -> &T {
+        unsafe { &*self.at.add(j * self.threads) }
+    }
+}
+
+impl<T> core::ops::IndexMut<usize> for SmemSlots<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, j: usize) -> &mut T {
+        unsafe { &mut *self.at.add(j * self.threads) }
+    }
+}
+
 /// `bar.sync 0`: every thread of the block waits here.
 ///
 /// This must be LLVM's convergent barrier intrinsic, not an `asm!` block: LLVM may duplicate

@@ -148,11 +148,11 @@ impl DevGen<'_> {
             return quote!(#id);
         }
         if matches!(at, At::Own) && m.numel == self.iter_numel && m.layout == self.iter_layout {
-            self.note_slot_read(id);
+            self.note_slot_read(m, true);
             return quote!(#id[__j]);
         }
         if let Some(code) = self.read_local(m, at) {
-            self.note_slot_read(id);
+            self.note_slot_read(m, false);
             return code;
         }
         let idx = self.idx(at);

@@ -266,7 +266,7 @@ struct DevGen<'a> {
     assume: HashSet<ExprId>,
     /// While an `mma`-layout phase that runs as a loop is generated (`rolled.rs`): the arrays
     /// its element code reads (indexed by the slot).
-    slot_reads: Option<Vec<Ident>>,
+    slot_reads: Option<Vec<rolled::SlotRead>>,
 }
 
 impl<'a> std::ops::Deref for DevGen<'a> {

@@ -1773,6 +1773,16 @@ fn transcendental_epilogues_run_as_loops_over_slots() {
     assert!(tile(&p).contains("tiles of 64x256"), "{}", tile(&p));
     assert!(rolled(&out) >= 1, "the epilogue as a loop (each body and version)");
     assert!(out.contains("__g * 4usize + __u"), "groups of 4 slots");
+    assert!(out.contains("SmemSlots :: < f32 >"), "the accumulator looped over in the K loop's shared memory");
+    // The result takes the place of a copied value read only at its own slot (a helper's
+    // argument): one copy of 128 KiB.
+    let (out, _) = first_plan(attr, &src("", "let x = acc;\n acc = 0.5 * x * (1.0 + tanh(x * 0.8)) + x;"), Target::Sm90a);
+    let views: Vec<&str> = out.split("SmemSlots :: < f32 > :: new (").skip(1).map(|v| v.split(',').next().unwrap_or_default()).collect();
+    assert!(views.len() == 2 && views[0] == views[1] && out.contains("let x_"), "{views:?}");
+    // With two stages the K loop's buffers (96 KiB) are smaller than the accumulator (128 KiB):
+    // the copy is in local memory.
+    let (out, _) = first_plan(&format!("{attr}, num_stages = 2"), &src("", "acc = tanh(acc);"), Target::Sm90a);
+    assert!(rolled(&out) >= 1 && !out.contains("SmemSlots"), "{out}");
     let (out, p) = first_plan(attr, &src("", "acc = 0.5 * acc * (1.0 + erf(acc * 0.7)) + exp(acc) / (1.0 + exp(acc));"), Target::Sm90a);
     assert!(tile(&p).contains("tiles of 64x256"), "long functions outside loops keep the budget: {}", tile(&p));
     assert!(rolled(&out) >= 1);

@@ -12887,68 +12887,102 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
       },
     );
     accumulator_14 = {
-      let x_18 = x_18;
-      let mut accumulator_14: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-      let __ng: usize = ::kernel_std::__private::device::opaque_usize(32usize);
-      let mut __g: usize = 0;
-      while __g < __ng {
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__u: usize| {
-            let __j: usize = __g * 4usize + __u;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 128usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 256usize
-              + ((__warp / 4) % 1usize) * 256usize
-              + (((__j) % 128usize) / 4) * 8 + (__j) % 2
-              + (__lane % 4) * 2;
-            accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              x_18[__j],
-              if <f32 as ::kernel_std::__private::device::Num>::ge(
+      ::kernel_std::__private::device::unroll::<
+        128usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut f32).add(__j * 256usize + __tid),
+            x_18[__j],
+          );
+        },
+      );
+      let __out: [f32; 128usize] = {
+        let x_18 = unsafe {
+          ::kernel_std::__private::device::SmemSlots::<
+            f32,
+          >::new(0usize, 256usize, __tid)
+        };
+        let mut accumulator_14 = unsafe {
+          ::kernel_std::__private::device::SmemSlots::<
+            f32,
+          >::new(0usize, 256usize, __tid)
+        };
+        let mut __out: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
+        let __ng: usize = ::kernel_std::__private::device::opaque_usize(32usize);
+        let mut __g: usize = 0;
+        while __g < __ng {
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__u: usize| {
+              let __j: usize = __g * 4usize + __u;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 128usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 256usize
+                + ((__warp / 4) % 1usize) * 256usize
+                + (((__j) % 128usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 x_18[__j],
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                ),
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::div(
+                if <f32 as ::kernel_std::__private::device::Num>::ge(
+                  x_18[__j],
                   <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    1f64,
+                    0f64,
                   ),
-                  <f32 as ::kernel_std::__private::device::Num>::add(
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::div(
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       1f64,
                     ),
-                    <f32 as ::kernel_std::__private::device::Float>::exp(
-                      <f32 as ::kernel_std::__private::device::Num>::neg(
-                        x_18[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        1f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Float>::exp(
+                        <f32 as ::kernel_std::__private::device::Num>::neg(
+                          x_18[__j],
+                        ),
                       ),
                     ),
-                  ),
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Num>::div(
-                  <f32 as ::kernel_std::__private::device::Float>::exp(
-                    x_18[__j],
-                  ),
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      1f64,
-                    ),
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Num>::div(
                     <f32 as ::kernel_std::__private::device::Float>::exp(
                       x_18[__j],
                     ),
-                  ),
-                )
-              },
-            );
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        1f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Float>::exp(
+                        x_18[__j],
+                      ),
+                    ),
+                  )
+                },
+              );
+            },
+          );
+          __g += 1;
+        }
+        ::kernel_std::__private::device::unroll::<
+          128usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            __out[__j] = accumulator_14[__j];
           },
         );
-        __g += 1;
-      }
-      accumulator_14
+        __out
+      };
+      ::kernel_std::__private::device::bar_sync();
+      __out
     };
     let mut c_22: [::kernel_std::__private::device::F16; 128usize] = unsafe {
       ::core::mem::zeroed()
