@@ -47,7 +47,7 @@ pub fn reduce_3d<const B: i32>(x: Ptr<f16>, out: Ptr<f32>) {
         config(M = 64, N = 64, num_warps = 8),
         config(M = 128, N = 64, num_warps = 8),
         config(M = 128, N = 128, num_warps = 8),
-        config(M = 128, N = 128, num_warps = 4),
+        config(M = 128, N = 256, num_warps = 4),
     ],
     key = [],
 )]

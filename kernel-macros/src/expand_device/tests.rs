@@ -1775,10 +1775,10 @@ fn transcendental_epilogues_run_as_loops_over_slots() {
     assert!(out.contains("__g * 4usize + __u"), "groups of 4 slots");
     assert!(out.contains("SmemSlots :: < f32 >"), "the accumulator looped over in the K loop's shared memory");
     // The result takes the place of a copied value read only at its own slot (a helper's
-    // argument): one copy of 128 KiB.
+    // argument): one copy of 128 KiB (in each body).
     let (out, _) = first_plan(attr, &src("", "let x = acc;\n acc = 0.5 * x * (1.0 + tanh(x * 0.8)) + x;"), Target::Sm90a);
     let views: Vec<&str> = out.split("SmemSlots :: < f32 > :: new (").skip(1).map(|v| v.split(',').next().unwrap_or_default()).collect();
-    assert!(views.len() == 2 && views[0] == views[1] && out.contains("let x_"), "{views:?}");
+    assert!(views.len() >= 2 && views.len() % 2 == 0 && views.iter().all(|v| *v == views[0]) && out.contains("let x_"), "{views:?}");
     // With two stages the K loop's buffers (96 KiB) are smaller than the accumulator (128 KiB):
     // the copy is in local memory.
     let (out, _) = first_plan(&format!("{attr}, num_stages = 2"), &src("", "acc = tanh(acc);"), Target::Sm90a);

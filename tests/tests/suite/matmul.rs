@@ -77,10 +77,10 @@ fn launch_config_act(cfg: usize, a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f1
     .unwrap();
 }
 
-/// Every config, without and with each fused activation. The swish instances whose accumulators
-/// do not fit the tensor-core register budget take the general (f32 FMA) `dot` and K loop, which
-/// split launches split too (`every_launch_again_with_forced_splits`); K = 150
-/// gives every config several K iterations and a tail.
+/// Every config, without and with each fused activation (swish: transcendental functions on the
+/// accumulator in the tensor cores' layout, as a loop over slots where a thread holds more than
+/// 64; split launches again in `every_launch_again_with_forced_splits`); K = 150 gives every
+/// config several K iterations and a tail.
 #[test]
 fn every_autotune_config_is_correct() {
     let dev = tests::test_device();

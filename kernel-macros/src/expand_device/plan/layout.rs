@@ -212,13 +212,10 @@ impl DevicePlan<'_> {
     /// transcendental functions and float divisions inside the kernel's loops weigh more than
     /// 2 (each 1, a function with long per-element code 4: `MathFn::is_long`), since their
     /// temporaries then need the rest. Outside loops (an epilogue) an `mma`-layout phase with
-    /// transcendental functions runs as a loop over a few slots at a time (`rolled.rs`), whose
-    /// temporaries do not add up; on fewer than 8 warps, or without `wgmma`, such a kernel still
-    /// takes half (with 128 registers, the examples' swish matmul spills on 128x128 tiles on 4
-    /// warps in its split-K entry, and on 128x256 tiles on `mma.sync`).
+    /// transcendental functions over more than 64 slots runs as a loop over a few slots at a
+    /// time on copies of its arrays (`rolled.rs`), whose temporaries do not add up.
     pub(crate) fn accumulator_budget(&self) -> usize {
-        let transcendental = self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(f, _) if f.is_transcendental()));
-        if self.loop_weight(&self.k.body, false) > 2 || (transcendental && (self.threads < 256 || !self.target.has_wgmma())) {
+        if self.loop_weight(&self.k.body, false) > 2 {
             64
         } else {
             128

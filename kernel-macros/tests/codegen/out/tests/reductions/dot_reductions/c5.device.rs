@@ -32,7 +32,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
+    let mut __dot0: [f32; 256usize] = [0.0f32; 256usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
@@ -89,7 +89,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         },
       );
     }
-    for __jc in 0..4usize {
+    for __jc in 0..8usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -112,11 +112,11 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          0usize + ((__pf / 256usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      256i64,
                     ),
                   ),
                 ),
@@ -124,7 +124,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -149,7 +149,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..16usize {
+    for __jc in 0..32usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -159,8 +159,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         |__v: usize| {
           let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
-          let __row = __f / 128usize;
-          let __col = __f % 128usize;
+          let __row = __f / 256usize;
+          let __col = __f % 256usize;
           let __pa = (__smem.add(0usize)
             as *mut ::kernel_std::__private::device::F16)
             .add(__row * 32usize);
@@ -176,7 +176,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
             );
             let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
               ::kernel_std::__private::device::load(
-                __pb.add(__k * 128usize),
+                __pb.add(__k * 256usize),
               ),
             );
             __s = ::kernel_std::__private::device::fma(__x, __y, __s);
@@ -186,8 +186,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    let mut s_3: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..16usize {
+    let mut s_3: [f32; 256usize] = unsafe { ::core::mem::zeroed() };
+    for __jc in 0..32usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -202,8 +202,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       );
     }
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 16usize];
-    for __jc in 0..16usize {
+    let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 32usize];
+    for __jc in 0..32usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -215,7 +215,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           let __f: usize = __f0 + __v;
           let __x = s_3[__j];
           let __i: usize = {
-            const __L: [usize; 128usize] = [
+            const __L: [usize; 256usize] = [
               0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
               0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
               1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
@@ -235,7 +235,28 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
               13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
               14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
               15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
-              15usize, 15usize,
+              15usize, 15usize, 16usize, 16usize, 16usize, 16usize,
+              16usize, 16usize, 16usize, 16usize, 17usize, 17usize,
+              17usize, 17usize, 17usize, 17usize, 17usize, 17usize,
+              18usize, 18usize, 18usize, 18usize, 18usize, 18usize,
+              18usize, 18usize, 19usize, 19usize, 19usize, 19usize,
+              19usize, 19usize, 19usize, 19usize, 20usize, 20usize,
+              20usize, 20usize, 20usize, 20usize, 20usize, 20usize,
+              21usize, 21usize, 21usize, 21usize, 21usize, 21usize,
+              21usize, 21usize, 22usize, 22usize, 22usize, 22usize,
+              22usize, 22usize, 22usize, 22usize, 23usize, 23usize,
+              23usize, 23usize, 23usize, 23usize, 23usize, 23usize,
+              24usize, 24usize, 24usize, 24usize, 24usize, 24usize,
+              24usize, 24usize, 25usize, 25usize, 25usize, 25usize,
+              25usize, 25usize, 25usize, 25usize, 26usize, 26usize,
+              26usize, 26usize, 26usize, 26usize, 26usize, 26usize,
+              27usize, 27usize, 27usize, 27usize, 27usize, 27usize,
+              27usize, 27usize, 28usize, 28usize, 28usize, 28usize,
+              28usize, 28usize, 28usize, 28usize, 29usize, 29usize,
+              29usize, 29usize, 29usize, 29usize, 29usize, 29usize,
+              30usize, 30usize, 30usize, 30usize, 30usize, 30usize,
+              30usize, 30usize, 31usize, 31usize, 31usize, 31usize,
+              31usize, 31usize, 31usize, 31usize,
             ];
             __L[__j]
           };
@@ -247,7 +268,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       );
     }
     ::kernel_std::__private::device::unroll::<
-      16usize,
+      32usize,
       _,
     >(
       #[inline(always)]
@@ -280,14 +301,21 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
             8u32,
           ),
         );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
       },
     );
-    if ((__lane as u32) & 15u32) == 0 {
+    if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0;
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -295,8 +323,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -304,8 +332,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -313,8 +341,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -322,8 +350,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -331,8 +359,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -340,8 +368,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -349,8 +377,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -358,8 +386,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -367,8 +395,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -376,8 +404,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -385,8 +413,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -394,8 +422,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -403,8 +431,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -412,8 +440,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -421,12 +449,156 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[15usize],
+        );
+      }
+      let __f: usize = ((16usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[16usize],
+        );
+      }
+      let __f: usize = ((17usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[17usize],
+        );
+      }
+      let __f: usize = ((18usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[18usize],
+        );
+      }
+      let __f: usize = ((19usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[19usize],
+        );
+      }
+      let __f: usize = ((20usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[20usize],
+        );
+      }
+      let __f: usize = ((21usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[21usize],
+        );
+      }
+      let __f: usize = ((22usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[22usize],
+        );
+      }
+      let __f: usize = ((23usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[23usize],
+        );
+      }
+      let __f: usize = ((24usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[24usize],
+        );
+      }
+      let __f: usize = ((25usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[25usize],
+        );
+      }
+      let __f: usize = ((26usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[26usize],
+        );
+      }
+      let __f: usize = ((27usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[27usize],
+        );
+      }
+      let __f: usize = ((28usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[28usize],
+        );
+      }
+      let __f: usize = ((29usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[29usize],
+        );
+      }
+      let __f: usize = ((30usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[30usize],
+        );
+      }
+      let __f: usize = ((31usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[31usize],
         );
       }
     }
@@ -477,9 +649,9 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 16usize];
+    ); 32usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 128usize {
@@ -490,7 +662,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..16usize {
+    for __jc in 0..32usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -507,13 +679,13 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
                 (__smem.add(512usize) as *mut f32)
                   .add({
                     let __pf: usize = __f;
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    0usize + ((__pf / 256usize) % 128usize) * 1usize
                   }),
               ),
             ),
           );
           let __i: usize = {
-            const __L: [usize; 128usize] = [
+            const __L: [usize; 256usize] = [
               0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
               0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
               1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
@@ -533,7 +705,28 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
               13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
               14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
               15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
-              15usize, 15usize,
+              15usize, 15usize, 16usize, 16usize, 16usize, 16usize,
+              16usize, 16usize, 16usize, 16usize, 17usize, 17usize,
+              17usize, 17usize, 17usize, 17usize, 17usize, 17usize,
+              18usize, 18usize, 18usize, 18usize, 18usize, 18usize,
+              18usize, 18usize, 19usize, 19usize, 19usize, 19usize,
+              19usize, 19usize, 19usize, 19usize, 20usize, 20usize,
+              20usize, 20usize, 20usize, 20usize, 20usize, 20usize,
+              21usize, 21usize, 21usize, 21usize, 21usize, 21usize,
+              21usize, 21usize, 22usize, 22usize, 22usize, 22usize,
+              22usize, 22usize, 22usize, 22usize, 23usize, 23usize,
+              23usize, 23usize, 23usize, 23usize, 23usize, 23usize,
+              24usize, 24usize, 24usize, 24usize, 24usize, 24usize,
+              24usize, 24usize, 25usize, 25usize, 25usize, 25usize,
+              25usize, 25usize, 25usize, 25usize, 26usize, 26usize,
+              26usize, 26usize, 26usize, 26usize, 26usize, 26usize,
+              27usize, 27usize, 27usize, 27usize, 27usize, 27usize,
+              27usize, 27usize, 28usize, 28usize, 28usize, 28usize,
+              28usize, 28usize, 28usize, 28usize, 29usize, 29usize,
+              29usize, 29usize, 29usize, 29usize, 29usize, 29usize,
+              30usize, 30usize, 30usize, 30usize, 30usize, 30usize,
+              30usize, 30usize, 31usize, 31usize, 31usize, 31usize,
+              31usize, 31usize, 31usize, 31usize,
             ];
             __L[__j]
           };
@@ -546,7 +739,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     }
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      16usize,
+      32usize,
       _,
     >(
       #[inline(always)]
@@ -579,14 +772,21 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
             8u32,
           ),
         );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
       },
     );
-    if ((__lane as u32) & 15u32) == 0 {
+    if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0;
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -594,8 +794,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -603,8 +803,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -612,8 +812,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -621,8 +821,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -630,8 +830,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -639,8 +839,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -648,8 +848,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -657,8 +857,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -666,8 +866,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -675,8 +875,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -684,8 +884,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -693,8 +893,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -702,8 +902,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -711,8 +911,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
@@ -720,12 +920,156 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         );
       }
       let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[15usize],
+        );
+      }
+      let __f: usize = ((16usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[16usize],
+        );
+      }
+      let __f: usize = ((17usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[17usize],
+        );
+      }
+      let __f: usize = ((18usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[18usize],
+        );
+      }
+      let __f: usize = ((19usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[19usize],
+        );
+      }
+      let __f: usize = ((20usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[20usize],
+        );
+      }
+      let __f: usize = ((21usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[21usize],
+        );
+      }
+      let __f: usize = ((22usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[22usize],
+        );
+      }
+      let __f: usize = ((23usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[23usize],
+        );
+      }
+      let __f: usize = ((24usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[24usize],
+        );
+      }
+      let __f: usize = ((25usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[25usize],
+        );
+      }
+      let __f: usize = ((26usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[26usize],
+        );
+      }
+      let __f: usize = ((27usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[27usize],
+        );
+      }
+      let __f: usize = ((28usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[28usize],
+        );
+      }
+      let __f: usize = ((29usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[29usize],
+        );
+      }
+      let __f: usize = ((30usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[30usize],
+        );
+      }
+      let __f: usize = ((31usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[31usize],
         );
       }
     }
@@ -767,11 +1111,11 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __red3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 8usize];
-    for __jc in 0..16usize {
+    for __jc in 0..32usize {
       let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -783,7 +1127,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           let __f: usize = __f0 + __v;
           let __x = s_3[__j];
           let __i: usize = {
-            const __L: [usize; 128usize] = [
+            const __L: [usize; 256usize] = [
               0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
               7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
               6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
@@ -802,7 +1146,25 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
               1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
               0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
               7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
-              6usize, 7usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
+              3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
+              2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
+              1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
+              3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
+              2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
+              1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize,
             ];
             __L[__j]
           };
@@ -813,92 +1175,77 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         },
       );
     }
-    ::kernel_std::__private::device::unroll::<
-      8usize,
-      _,
-    >(
-      #[inline(always)]
-      |__i: usize| {
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            16u32,
-          ),
-        );
-      },
-    );
-    if ((__lane as u32) & 16u32) == 0 {
+    if ((__lane as u32) & 0u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize;
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[0usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[1usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[2usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[3usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[4usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[5usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[6usize],
         );
       }
       let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 14u32) << 7u32)
-          | (__f & ((1usize << 7u32) - 1));
+      if __f < 32768usize {
+        let __o: usize = ((__f >> 15u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[7usize],
@@ -906,51 +1253,98 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        __red3[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
+    for __jc in 0..1usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 2usize + __v;
+          let __f: usize = __f0 + __v;
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        },
+      );
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
+    for __jc in 0..1usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 2usize + __v;
+          let __f: usize = __f0 + __v;
+          __sp[__v] = ::kernel_std::__private::device::ptr_add(
             __p_csum,
             (0i32).wrapping_add((__f) as i32),
           );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
+          __sv[__v] = __red3[__j];
+          __sm[__v] = true;
+        },
+      );
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && ((1i64) == 1i64
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_csum,
+          __len_csum,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
             __p_csum,
             __len_csum,
             __fault,
             __tag,
             4u32,
             ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red3[__j]);
-          }
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_csum,
+            __len_csum,
+            __fault,
+            __tag,
+            4u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
         }
       }
     }
@@ -960,7 +1354,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_dot_reductions__c5: [u8; 213usize] = *b"{\"entry\": \"dot_reductions__c5\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 128, \"N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16384, \"maxnreg\": null}";
+pub static __KERNEL_META_dot_reductions__c5: [u8; 213usize] = *b"{\"entry\": \"dot_reductions__c5\", \"kernel\": \"dot_reductions\", \"meta\": {\"M\": 128, \"N\": 256}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 24576, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

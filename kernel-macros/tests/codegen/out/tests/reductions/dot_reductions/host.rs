@@ -68,7 +68,7 @@ pub mod dot_reductions {
     ::kernel_runtime::__private::Config {
       meta: &[
         ("M", ::kernel_runtime::__private::MetaValue::Int(128i64)),
-        ("N", ::kernel_runtime::__private::MetaValue::Int(128i64)),
+        ("N", ::kernel_runtime::__private::MetaValue::Int(256i64)),
       ],
       num_warps: 4u32,
       num_stages: 3u32,
@@ -221,7 +221,7 @@ pub mod dot_reductions {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 16384u32,
+        shared_bytes: 24576u32,
         tma: &[],
         split_bytes: 0u32,
         hidden: &[
@@ -278,7 +278,7 @@ pub mod dot_reductions {
       5usize => {
         Meta {
           M: (128 as i32),
-          N: (128 as i32),
+          N: (256 as i32),
         }
       }
       _ => ::core::unreachable!(),
