@@ -1800,3 +1800,28 @@ fn transcendental_epilogues_run_as_loops_over_slots() {
     let (_, p) = first_plan(attr, &src("acc = acc + exp(acc) / (1.0 + exp(acc));", ""), Target::Sm90a);
     assert!(!tile(&p).contains("tiles of 64x256"), "weight 4 in the loop: half the registers: {}", tile(&p));
 }
+
+/// A loop that copies its `dot` operands 3 iterations ahead (4 stages of 32 KiB) and adds the
+/// product under a mask, which takes an exchange of the 64 KiB result through shared memory in
+/// its body: 4 stages need more than a block may have (262 208 bytes), so the entry is planned
+/// with fewer (a generated kernel of the differential test failed at launch before).
+#[test]
+fn bodies_too_large_for_shared_memory_are_planned_with_fewer_stages() {
+    let src = r#"fn k<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<bf16>, b: Ptr<bf16>, o: Ptr<bf16>, M: i32, N: i32, K: i32, sam: i32, sak: i32, sbk: i32, sbn: i32) {
+        let rm = program_id(0) * BM + arange(0, BM);
+        let rn = program_id(1) * BN + arange(0, BN);
+        let rk = arange(0, BK);
+        let mut acc = zeros::<f32>([BM, BN]);
+        for k0 in (0..K).step_by(BK) {
+            let ka = k0 + rk;
+            let x = load(a + rm.as_col() * sam + ka.as_row() * sak, (rm.as_col() < M) & (ka.as_row() < K), 0.0);
+            let y = load(b + ka.as_col() * sbk + rn.as_row() * sbn, (ka.as_col() < K) & (rn.as_row() < N), 0.0);
+            acc = acc + where_(rm.as_col() + rn.as_row() >= k0, dot(x, y), 0.0);
+        }
+        store(o + rm.as_col() * N + rn.as_row(), acc.to::<bf16>(), (rm.as_col() < M) & (rn.as_row() < N));
+    }"#;
+    let (out, _) = expand("BM = [128], BN = [128], BK = [64], num_stages = 4", src);
+    let bytes: Vec<usize> = out.split("shared_bytes :").skip(1).map(|v| v.trim_start().split("u32").next().unwrap_or_default().parse().expect("a number")).collect();
+    assert!(!bytes.is_empty() && bytes.iter().all(|b| *b <= plan::smem::SMEM_LIMIT), "{bytes:?}");
+    assert!(bytes.iter().any(|b| *b > 160 * 1024), "still copying ahead: {bytes:?}");
+}
