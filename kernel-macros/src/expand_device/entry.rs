@@ -100,31 +100,34 @@ type Bodies<'a> = Vec<(DevicePlan<'a>, TokenStream, usize)>;
 fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, plan::PlanError> {
     let mut out = Vec::new();
     for target in [Target::Sm80, Target::Sm90a] {
-        let (p, body, smem) = fitting_body(k, inst, target)?;
-        if target == Target::Sm90a && !p.uses_wgmma() {
-            break;
+        match fitting_body(k, inst, target)? {
+            Some(b) => out.push(b),
+            None => break,
         }
-        out.push((p, body, smem));
     }
     Ok(out)
 }
 
-/// The plan and body of `target` for `inst`, with its dynamic shared memory; planned again with
-/// one stage fewer while the body needs more shared memory than a block may have. The plan sizes
-/// its loops' buffers to fit, but the temporaries of the statements inside a loop that copies
-/// ahead (a `dot` whose result is added under a mask, for instance) are known only once the body
-/// is emitted.
-fn fitting_body<'a>(k: &'a Kernel, inst: &plan::Instance<'a>, target: Target) -> Result<(DevicePlan<'a>, TokenStream, usize), plan::PlanError> {
+/// The plan and body of `target` for `inst`, with its dynamic shared memory (`None` for an
+/// sm_90a plan without `wgmma`, which has no body of its own); planned again with one stage
+/// fewer while the body needs more shared memory than a block may have. The plan sizes its
+/// loops' buffers to fit, but the temporaries of the statements inside a loop that copies ahead
+/// (a `dot` whose result is added under a mask, for instance) are known only once the body is
+/// emitted.
+fn fitting_body<'a>(k: &'a Kernel, inst: &plan::Instance<'a>, target: Target) -> Result<Option<(DevicePlan<'a>, TokenStream, usize)>, plan::PlanError> {
     let mut stages = inst.num_stages;
     loop {
         let at = plan::Instance { vals: inst.vals, num_warps: inst.num_warps, num_stages: stages, split: inst.split, maxnreg: inst.maxnreg };
         let p = plan::plan(k, &at, target)?;
+        if target == Target::Sm90a && !p.uses_wgmma() {
+            return Ok(None);
+        }
         let mut g = DevGen::new(&p);
         let body = g.body(&k.body);
         let smem = g.smem.max();
         drop(g);
         if smem <= plan::smem::SMEM_LIMIT || stages <= 1 {
-            return Ok((p, body, smem));
+            return Ok(Some((p, body, smem)));
         }
         stages -= 1;
     }
