@@ -235,23 +235,24 @@ fn k_tails_outside_the_view_need_no_fix_up_when_other_is_zero() {
 fn hopper_k_loops_of_deep_tiles_use_reader_barriers() {
     let (out, _) = tma_of(&matmul(3, 128, ""));
     let warps = 4;
-    // Two barriers per buffer (4 buffers): copies landed (one arrival, thread 0's), and
-    // readers done (one arrival per warp).
-    assert_eq!(out.matches(":: mbarrier_init (").count(), 8);
-    assert_eq!(out.matches("as u32 , 1u32) ;").count(), 4);
-    assert_eq!(out.matches(&format!("as u32 , {warps}u32) ;")).count(), 4);
+    // Two barriers per buffer (3 buffers: a fourth would keep a second block off the SM, see
+    // `wgmma_loops_keep_their_extra_buffer_only_where_it_costs_no_resident_block`): copies
+    // landed (one arrival, thread 0's), and readers done (one arrival per warp).
+    assert_eq!(out.matches(":: mbarrier_init (").count(), 6);
+    assert_eq!(out.matches("as u32 , 1u32) ;").count(), 3);
+    assert_eq!(out.matches(&format!("as u32 , {warps}u32) ;")).count(), 3);
     // (After the loop, and at the end of the `cp.async` fallback, which does not join it.)
-    assert_eq!(out.matches(":: mbarrier_inval (").count(), 2 * 8);
+    assert_eq!(out.matches(":: mbarrier_inval (").count(), 2 * 6);
     // No block barrier in the loop: after `wgmma_wait::<1>` each warp's lane 0 arrives on the
     // reader barrier of the buffer whose `wgmma` group it finished, and thread 0 waits for all
-    // of them before refilling it with the iteration four ahead (the prologue fills all four).
+    // of them before refilling it with the iteration three ahead (the prologue fills all three).
     let arrive = "if __tid % 32 == 0 { :: kernel_std :: __private :: device :: mbarrier_arrive (__ebars + __nbu * 8) ; }";
     let at = out.find(arrive).expect("arrival");
     let wait1 = out[..at].rfind("wgmma_wait :: < 1 > ()").expect("wgmma_wait::<1> before the arrival");
     assert!(at - wait1 < 200, "the arrival follows the wait");
-    assert!(out.contains("let __nx : i64 = __ci - 1 + 4i64 ;"));
+    assert!(out.contains("let __nx : i64 = __ci - 1 + 3i64 ;"));
     assert!(out.contains(":: mbarrier_wait (__ebars + __nbu * 8 , __ppar) ;"));
-    assert!(out.contains("while __pi < 4i64"));
+    assert!(out.contains("while __pi < 3i64"));
     // A block barrier only after a fix-up (uniform), so every fix-up precedes every `wgmma`.
     let loop_start = out[..at].rfind("while __ci < __n").unwrap();
     assert_eq!(out[loop_start..at].matches("bar_sync ()").count(), 1, "{}", &out[loop_start..at]);
@@ -952,13 +953,39 @@ fn plans_place_pipelined_loops_in_shared_memory() {
     assert_eq!(p.tensor_maps.iter().map(|t| (t.ptr, t.row_stride, t.col_stride)).collect::<Vec<_>>(), [(0, 5, None), (1, 4, None)]);
     // Buffers start higher under loops that keep tiles: fewer fit.
     // (16 KiB a buffer: 2 fit in the top 40 000 bytes, with the proof word and the barriers.)
-    let high = p.pipe_mem(pp, plan::smem::SMEM_LIMIT - 40_000, 0);
+    let high = p.pipe_mem(pp, plan::smem::SMEM_LIMIT - 40_000, 0, false);
     assert_eq!(high.stages, 2);
     // sm_80: no tensor maps, the instance's 3 buffers.
     let p80 = plan_of(k, vals, *warps, *stages, Target::Sm80);
     let Schedule::Pipelined(pp80) = only_loop(&p80) else { panic!("not pipelined:\n{p80}") };
     assert_eq!((pp80.mem.stages, pp80.mem.maps.len()), (3, 0));
     assert!(p80.tensor_maps.is_empty());
+}
+
+#[test]
+fn wgmma_loops_keep_their_extra_buffer_only_where_it_costs_no_resident_block() {
+    // The buffers of the `wgmma` K loop of 64x64 tiles on 4 warps, by BK and num_stages.
+    let buffers = |bk: usize, stages: usize, target: Target| {
+        let (_, inst) = expand("", &matmul(stages, bk, ""));
+        let (k, vals, warps, stages) = &inst[0];
+        let p = plan_of(k, vals, *warps, *stages, target);
+        let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
+        assert_eq!(matches!(pp.layout, Layout::Mma { wg: true, .. }), target == Target::Sm90a, "{p}");
+        pp.mem.stages
+    };
+    // BK = 128: 32 KiB a stage. num_stages + 1 = 4 buffers take 128 KiB, one block per SM;
+    // 3 take 96 KiB and two 4-warp blocks fit (registers allow two whatever ptxas gives
+    // them): the plan keeps `num_stages` buffers.
+    assert_eq!(buffers(128, 3, Target::Sm90a), 3);
+    // With 2 stages the third buffer is what lets a `wgmma` group stay in flight: it stays.
+    assert_eq!(buffers(128, 2, Target::Sm90a), 3);
+    // `mma.sync` loops (sm_80) have `num_stages` buffers in any case.
+    assert_eq!(buffers(128, 3, Target::Sm80), 3);
+    // BK = 64: 16 KiB a stage; five buffers already let two blocks share an SM.
+    assert_eq!(buffers(64, 4, Target::Sm90a), 5);
+    assert_eq!((plan::smem::blocks_per_sm(128 * 1024, 128), plan::smem::blocks_per_sm(96 * 1024, 128)), (1, 2));
+    // Blocks of 8 warps may take every register of an SM, 2-warp blocks a quarter.
+    assert_eq!((plan::smem::blocks_per_sm(1024, 256), plan::smem::blocks_per_sm(1024, 64)), (1, 4));
 }
 
 #[test]

@@ -266,7 +266,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         })
         .next()
         .filter(|_| p.outline_cold);
-    p.plan_loops(&k.body, Some(0));
+    p.plan_loops(&k.body, Some(0), false);
     let mut barriers = HashMap::new();
     p.plan_barriers(&k.body, true, &mut barriers);
     p.store_barriers = barriers;
@@ -342,14 +342,15 @@ impl DevicePlan<'_> {
     /// shared memory starts (above the operand tiles that the loops around them keep), `None`
     /// when it is not known before emission (under a loop whose bounds are computed by a `dot`
     /// or a reduction, which take shared memory first): loops there are not pipelined.
-    fn plan_loops(&mut self, stmts: &[Stmt], floor: Option<usize>) {
+    /// `in_loop`: whether the statements are inside a `for` loop.
+    fn plan_loops(&mut self, stmts: &[Stmt], floor: Option<usize>, in_loop: bool) {
         for s in stmts {
             match s {
                 Stmt::For { var, start, end, step, body, .. } => {
                     let at = floor.filter(|_| ![*start, *end, *step].iter().any(|e| self.takes_shared_memory(*e)));
                     let schedule = match (self.pipeline_plan(*var, body), at) {
                         (Some(mut p), Some(at)) => {
-                            p.mem = self.pipe_mem(&p, at, self.tensor_maps.len());
+                            p.mem = self.pipe_mem(&p, at, self.tensor_maps.len(), in_loop);
                             self.tensor_maps.extend(p.mem.maps.iter().flatten().map(|(_, t)| t.clone()));
                             Schedule::Pipelined(p)
                         }
@@ -360,9 +361,9 @@ impl DevicePlan<'_> {
                         Schedule::Pipelined(_) => at,
                     };
                     self.loops.insert(*var, schedule);
-                    self.plan_loops(body, inner);
+                    self.plan_loops(body, inner, true);
                 }
-                _ => s.bodies().into_iter().for_each(|b| self.plan_loops(b, floor)),
+                _ => s.bodies().into_iter().for_each(|b| self.plan_loops(b, floor, in_loop)),
             }
         }
     }

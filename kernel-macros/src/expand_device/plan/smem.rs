@@ -10,7 +10,8 @@ use super::*;
 pub(crate) struct PipeMem {
     /// Where its buffers start.
     pub(crate) floor: usize,
-    /// Its buffers: `num_stages` (one more in a `wgmma` body), fewer when they do not fit.
+    /// Its buffers: `num_stages` (one more in a `wgmma` body unless it costs a resident block),
+    /// fewer when they do not fit.
     pub(crate) stages: usize,
     /// Per operand, the tensor maps it may be copied with (sm_90a; both operands have some, or
     /// neither): a `Rows` and/or a `Cols` staging, in slot order from `first_map`.
@@ -46,8 +47,9 @@ pub(crate) const SMEM_LIMIT: usize = 232_448;
 
 impl DevicePlan<'_> {
     /// The shared memory of pipelined loop `p` whose buffers start at `floor`, the entry having
-    /// `maps_before` tensor maps from earlier loops.
-    pub(crate) fn pipe_mem(&self, p: &PipePlan, floor: usize, maps_before: usize) -> PipeMem {
+    /// `maps_before` tensor maps from earlier loops; `in_loop`: whether `p` is inside another
+    /// loop.
+    pub(crate) fn pipe_mem(&self, p: &PipePlan, floor: usize, maps_before: usize, in_loop: bool) -> PipeMem {
         let Layout::Mma { n, wg, .. } = p.layout else { unreachable!("a pipelined loop has an mma layout") };
         let (m, kk) = (p.m, p.kk);
         let (align, widen) = (staging_align(p.layout), self.is_widened(p.a));
@@ -57,10 +59,20 @@ impl DevicePlan<'_> {
         // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
         // keeps one `wgmma` group in flight across iterations, whose buffer the copies must not
         // overwrite yet: it takes one buffer more (when shared memory allows).
-        let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
         // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
         // sm_90a, two 8-byte `mbarrier`s per buffer (copies landed, readers done).
-        while stages > 1 && floor.next_multiple_of(align) + f16_bytes + stages * stage_bytes + 16 + 16 * stages + 8 > SMEM_LIMIT {
+        let bytes = |stages: usize| floor.next_multiple_of(align) + f16_bytes + stages * stage_bytes + 16 + 16 * stages + 8;
+        let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
+        // The extra buffer is dropped where it alone keeps a block from sharing an SM whose
+        // registers have room for it (copies then run `num_stages - 2` ahead): a second block
+        // hides more latency than one more copy in flight. Not for a loop inside another loop
+        // (a persistent kernel's K loop inside its loop over tiles): such a kernel launches
+        // as many programs as it chooses, typically one per SM, and a second resident block
+        // would have nothing to run.
+        if wg && !in_loop && self.num_stages >= 3 && blocks_per_sm(bytes(stages - 1), self.threads) > blocks_per_sm(bytes(stages), self.threads) {
+            stages -= 1;
+        }
+        while stages > 1 && bytes(stages) > SMEM_LIMIT {
             stages -= 1;
         }
         let mut maps: Vec<Vec<(Staging, TmaDesc)>> = p.ops.iter().enumerate().map(|(oi, op)| self.tma_candidates(p.layout, oi, op, stages, maps_before)).collect();
@@ -201,6 +213,21 @@ impl DevicePlan<'_> {
         let by_cols = cs.and_then(|c| desc(c, rs, Tile::of(layout, inner, rows))).map(|t| (Staging::Cols, t));
         by_rows.into_iter().chain(by_cols).collect()
     }
+}
+
+/// Shared memory of one SM on the targets (sm_90's 228 KiB), and what the driver reserves of it
+/// per resident block.
+const SM_SMEM: usize = 233_472;
+const BLOCK_RESERVED_SMEM: usize = 1024;
+
+/// How many blocks of `threads` threads using `smem` bytes of shared memory an SM can hold
+/// whatever registers ptxas gives them: shared memory is allocated in 128-byte units, and
+/// registers (64 K per SM) in 256 per warp-sized unit of at most 255 per thread, so any block of
+/// `w` warps leaves room for `8 / w` (the most an SM holds is 2048 threads).
+pub(crate) fn blocks_per_sm(smem: usize, threads: usize) -> usize {
+    let by_smem = SM_SMEM / (smem.next_multiple_of(128) + BLOCK_RESERVED_SMEM);
+    let by_regs = (65_536 / (threads.next_multiple_of(32) * 256)).max(1);
+    by_smem.min(by_regs)
 }
 
 /// The alignment of a staged operand tile in `layout`: `wgmma` tiles start on whole 1024-byte

@@ -10704,7 +10704,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_batched_matmul_kernel__c2: [u8; 288usize] = *b"{\"entry\": \"batched_matmul_kernel__c2\", \"kernel\": \"batched_matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 4, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 122944, \"maxnreg\": null}";
+pub static __KERNEL_META_batched_matmul_kernel__c2: [u8; 287usize] = *b"{\"entry\": \"batched_matmul_kernel__c2\", \"kernel\": \"batched_matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 4, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 98352, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

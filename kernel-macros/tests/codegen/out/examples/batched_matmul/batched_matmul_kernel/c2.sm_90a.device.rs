@@ -192,23 +192,19 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
       };
       if __tid == 0 {
         ::kernel_std::__private::device::mbarrier_init(
-          ::kernel_std::__private::device::smem_addr() + 122880usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98304usize as u32,
           1u32,
         );
         ::kernel_std::__private::device::mbarrier_init(
-          ::kernel_std::__private::device::smem_addr() + 122888usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98312usize as u32,
           1u32,
         );
         ::kernel_std::__private::device::mbarrier_init(
-          ::kernel_std::__private::device::smem_addr() + 122896usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98320usize as u32,
           1u32,
         );
         ::kernel_std::__private::device::mbarrier_init(
-          ::kernel_std::__private::device::smem_addr() + 122904usize as u32,
-          1u32,
-        );
-        ::kernel_std::__private::device::mbarrier_init(
-          ::kernel_std::__private::device::smem_addr() + 122912usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98328usize as u32,
           1u32,
         );
         ::kernel_std::__private::device::fence_mbarrier_init();
@@ -706,13 +702,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
       let __spec: bool = __n > 0 && __tmo0 && __tmo1;
       if __tid == 0 && __spec {
         let mut __pi: i64 = 0;
-        while __pi < 3i64 {
+        while __pi < 2i64 {
           if __pi < __n {
             {
               let __it: i64 = __pi;
               let __buf: usize = __pi as usize;
               let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                + (122880usize + __buf * 8) as u32;
+                + (98304usize + __buf * 8) as u32;
               ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
                 __bar,
                 24576u32,
@@ -2668,10 +2664,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
       }
       let __mmid: bool = __mall || __mmid;
       let __w: u32 = ::kernel_std::__private::device::smem_addr()
-        + 122928usize as u32;
+        + 98336usize as u32;
       if __tid == 0 {
         ::kernel_std::__private::device::store(
-          __smem.add(122928usize) as *mut u32,
+          __smem.add(98336usize) as *mut u32,
           1u32,
         );
       }
@@ -2789,11 +2785,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
           };
           if __n > 0 {
             let __bars: u32 = ::kernel_std::__private::device::smem_addr()
-              + 122880usize as u32;
+              + 98304usize as u32;
             let mut __ci: i64 = 0;
             let mut __cbu: u32 = 0;
             let mut __par: u32 = 0;
-            let mut __nbu: u32 = 3u32;
+            let mut __nbu: u32 = 2u32;
             while __ci < __n {
               let __cb: usize = __cbu as usize;
               ::kernel_std::__private::device::mbarrier_wait(
@@ -3301,13 +3297,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                   }
                 }
               }
-              let __nx: i64 = __ci + 3i64;
+              let __nx: i64 = __ci + 2i64;
               if __tid == 0 && __nx < __n {
                 {
                   let __it: i64 = __nx;
                   let __buf: usize = __nbu as usize;
                   let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (122880usize + __buf * 8) as u32;
+                    + (98304usize + __buf * 8) as u32;
                   ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
                     __bar,
                     24576u32,
@@ -3381,13 +3377,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
               }
               ::kernel_std::__private::device::wgmma_wait::<1>();
               __ci += 1;
-              if __cbu + 1 == 5u32 {
+              if __cbu + 1 == 4u32 {
                 __cbu = 0;
                 __par ^= 1;
               } else {
                 __cbu += 1;
               }
-              __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
+              __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
             }
             ::kernel_std::__private::device::wgmma_wait::<0>();
             ::kernel_std::__private::device::wgmma_tie_n128::<
@@ -3400,10 +3396,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
         ::core::hint::cold_path();
         if __spec {
           let mut __pi: i64 = 0;
-          while __pi < 3i64 && __pi < __n {
+          while __pi < 2i64 && __pi < __n {
             ::kernel_std::__private::device::mbarrier_wait(
               ::kernel_std::__private::device::smem_addr()
-                + (122880usize + (__pi as usize) * 8) as u32,
+                + (98304usize + (__pi as usize) * 8) as u32,
               0,
             );
             __pi += 1;
@@ -7688,13 +7684,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
           );
           ::kernel_std::__private::device::bar_sync();
           ::kernel_std::__private::device::load(
-            __smem.add(122928usize) as *mut u32,
+            __smem.add(98336usize) as *mut u32,
           ) != 0
         };
         if __proved {
           if __n > 0 {
             let mut __pi: i64 = 0;
-            while __pi < 3i64 {
+            while __pi < 2i64 {
               if __pi < __n {
                 {
                   let __it: i64 = __pi;
@@ -8437,10 +8433,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
             }
             let mut __ci: i64 = 0;
             let mut __cbu: u32 = 0;
-            let mut __nbu: u32 = 3u32;
+            let mut __nbu: u32 = 2u32;
             while __ci < __n {
               ::kernel_std::__private::device::cp_async_wait_group::<
-                2u32,
+                1u32,
               >();
               ::kernel_std::__private::device::fence_proxy_async();
               ::kernel_std::__private::device::bar_sync();
@@ -8475,7 +8471,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 >(&mut accumulator_18, __da + 6u64, __db + 384u64);
                 ::kernel_std::__private::device::wgmma_commit();
               }
-              let __nx: i64 = __ci + 3i64;
+              let __nx: i64 = __ci + 2i64;
               if __nx < __n {
                 {
                   let __it: i64 = __nx;
@@ -9216,8 +9212,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
               ::kernel_std::__private::device::cp_async_commit();
               ::kernel_std::__private::device::wgmma_wait::<1>();
               __ci += 1;
-              __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-              __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
+              __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
+              __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
             }
             ::kernel_std::__private::device::wgmma_wait::<0>();
             ::kernel_std::__private::device::wgmma_tie_n128::<
@@ -9229,7 +9225,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
           ::core::hint::cold_path();
           if __n > 0 {
             let mut __pi: i64 = 0;
-            while __pi < 3i64 {
+            while __pi < 2i64 {
               if __pi < __n {
                 {
                   let __it: i64 = __pi;
@@ -10376,10 +10372,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
             }
             let mut __ci: i64 = 0;
             let mut __cbu: u32 = 0;
-            let mut __nbu: u32 = 3u32;
+            let mut __nbu: u32 = 2u32;
             while __ci < __n {
               ::kernel_std::__private::device::cp_async_wait_group::<
-                2u32,
+                1u32,
               >();
               ::kernel_std::__private::device::fence_proxy_async();
               ::kernel_std::__private::device::bar_sync();
@@ -10414,7 +10410,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 >(&mut accumulator_18, __da + 6u64, __db + 384u64);
                 ::kernel_std::__private::device::wgmma_commit();
               }
-              let __nx: i64 = __ci + 3i64;
+              let __nx: i64 = __ci + 2i64;
               if __nx < __n {
                 {
                   let __it: i64 = __nx;
@@ -11559,8 +11555,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
               ::kernel_std::__private::device::cp_async_commit();
               ::kernel_std::__private::device::wgmma_wait::<1>();
               __ci += 1;
-              __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-              __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
+              __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
+              __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
             }
             ::kernel_std::__private::device::wgmma_wait::<0>();
             ::kernel_std::__private::device::wgmma_tie_n128::<
@@ -11573,19 +11569,16 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
         ::kernel_std::__private::device::bar_sync();
         if __tid == 0 {
           ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 122880usize as u32,
+            ::kernel_std::__private::device::smem_addr() + 98304usize as u32,
           );
           ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 122888usize as u32,
+            ::kernel_std::__private::device::smem_addr() + 98312usize as u32,
           );
           ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 122896usize as u32,
+            ::kernel_std::__private::device::smem_addr() + 98320usize as u32,
           );
           ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 122904usize as u32,
-          );
-          ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 122912usize as u32,
+            ::kernel_std::__private::device::smem_addr() + 98328usize as u32,
           );
         }
         a_ptrs_16_off += __n * __st16;
@@ -12570,19 +12563,16 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
       ::kernel_std::__private::device::bar_sync();
       if __tid == 0 {
         ::kernel_std::__private::device::mbarrier_inval(
-          ::kernel_std::__private::device::smem_addr() + 122880usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98304usize as u32,
         );
         ::kernel_std::__private::device::mbarrier_inval(
-          ::kernel_std::__private::device::smem_addr() + 122888usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98312usize as u32,
         );
         ::kernel_std::__private::device::mbarrier_inval(
-          ::kernel_std::__private::device::smem_addr() + 122896usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98320usize as u32,
         );
         ::kernel_std::__private::device::mbarrier_inval(
-          ::kernel_std::__private::device::smem_addr() + 122904usize as u32,
-        );
-        ::kernel_std::__private::device::mbarrier_inval(
-          ::kernel_std::__private::device::smem_addr() + 122912usize as u32,
+          ::kernel_std::__private::device::smem_addr() + 98328usize as u32,
         );
       }
       a_ptrs_16_off += __n * __st16;
@@ -13556,7 +13546,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_batched_matmul_kernel__c2: [u8; 288usize] = *b"{\"entry\": \"batched_matmul_kernel__c2\", \"kernel\": \"batched_matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 4, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 122944, \"maxnreg\": null}";
+pub static __KERNEL_META_batched_matmul_kernel__c2: [u8; 287usize] = *b"{\"entry\": \"batched_matmul_kernel__c2\", \"kernel\": \"batched_matmul_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 4, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 98352, \"maxnreg\": null}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -300,7 +300,7 @@ pub mod batched_matmul_kernel {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,

@@ -578,7 +578,7 @@ pub mod linear_kernel {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -645,7 +645,7 @@ pub mod linear_kernel {
         variant: 1usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -712,7 +712,7 @@ pub mod linear_kernel {
         variant: 2usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -779,7 +779,7 @@ pub mod linear_kernel {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -846,7 +846,7 @@ pub mod linear_kernel {
         variant: 1usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -913,7 +913,7 @@ pub mod linear_kernel {
         variant: 2usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,

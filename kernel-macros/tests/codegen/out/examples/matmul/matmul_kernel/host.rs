@@ -1610,7 +1610,7 @@ pub mod matmul_kernel {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -1675,7 +1675,7 @@ pub mod matmul_kernel {
         variant: 1usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -1740,7 +1740,7 @@ pub mod matmul_kernel {
         variant: 2usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -2000,7 +2000,7 @@ pub mod matmul_kernel {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -2065,7 +2065,7 @@ pub mod matmul_kernel {
         variant: 1usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -2130,7 +2130,7 @@ pub mod matmul_kernel {
         variant: 2usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 122944u32,
+        shared_bytes: 98352u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -2390,7 +2390,7 @@ pub mod matmul_kernel {
         variant: 0usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 131152u32,
+        shared_bytes: 98368u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -2455,7 +2455,7 @@ pub mod matmul_kernel {
         variant: 1usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 131152u32,
+        shared_bytes: 98368u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
@@ -2520,7 +2520,7 @@ pub mod matmul_kernel {
         variant: 2usize,
         launch_metas: &[],
         threads: 128u32,
-        shared_bytes: 131152u32,
+        shared_bytes: 98368u32,
         tma: &[
           ::kernel_runtime::__private::TmaOperand {
             ptr: 0usize,
