@@ -93,6 +93,9 @@ pub struct KernelAttr {
     /// `asserts = false`: the kernel's `device_assert`s are checked at compile time but run on
     /// neither backend (the default, `true`, runs them).
     pub asserts: Option<bool>,
+    /// `fp_fusion = false`: products followed by a sum are rounded on their own instead of
+    /// contracted into one `fma` (the default, `true`: `contract.rs`).
+    pub fp_fusion: Option<bool>,
     /// `maxnreg = 128`: at most that many registers per thread in every entry (Triton's
     /// `maxnreg`; `.maxnreg` in the PTX).
     pub maxnreg: Option<(i64, Sp)>,
@@ -140,7 +143,7 @@ impl KernelAttr {
         let mut seen = Vec::new();
         for a in list {
             let fix = match a.name.to_string().as_str() {
-                "num_warps" | "num_stages" | "asserts" | "maxnreg" => "give it once".to_string(),
+                "num_warps" | "num_stages" | "asserts" | "fp_fusion" | "maxnreg" => "give it once".to_string(),
                 n => format!("list all its values once, like `{n} = [a, b]`"),
             };
             check_once(&mut seen, &a.name, &fix)?;
@@ -154,6 +157,11 @@ impl KernelAttr {
                 match a.values.as_slice() {
                     [AttrValue::Bool(b, _)] => out.asserts = Some(*b),
                     _ => return Err(syn::Error::new(a.name.span(), "`asserts` takes `true` or `false`: `#[kernel(asserts = false)]` leaves the kernel's `device_assert`s out")),
+                }
+            } else if a.name == "fp_fusion" {
+                match a.values.as_slice() {
+                    [AttrValue::Bool(b, _)] => out.fp_fusion = Some(*b),
+                    _ => return Err(syn::Error::new(a.name.span(), "`fp_fusion` takes `true` or `false`: `#[kernel(fp_fusion = false)]` rounds every product on its own instead of contracting `a * b + c` into one `fma`")),
                 }
             } else {
                 out.values.push((a.name, a.values));

@@ -146,6 +146,9 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     if attrs.kattr.asserts == Some(false) {
         variants.iter_mut().for_each(|v| without_asserts(&mut v.body));
     }
+    if attrs.kattr.fp_fusion != Some(false) {
+        variants.iter_mut().for_each(crate::contract::contract);
+    }
     if diag.is_empty() {
         variants.iter().for_each(|v| check_block_sizes(v, &concrete, &mut diag));
     }

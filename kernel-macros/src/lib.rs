@@ -5,6 +5,7 @@
 
 mod attr;
 mod check;
+mod contract;
 mod depth;
 mod diag;
 mod expand_cpu;

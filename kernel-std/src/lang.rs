@@ -275,3 +275,11 @@
 //! `build-ptx` reports as an error like any spill; a config whose bodies differ between
 //! architectures can be given twice, once per `archs`, with and without the limit. The CPU
 //! backend ignores it; the manifest records it (`Instance::maxnreg`).
+//!
+//! **Floating-point contraction.** As Triton does by default, a product that is the operand of a
+//! sum or difference in the same expression, on f32 or f64 values, is computed with the sum as
+//! one `fma` (`a * b + c`, `c + a * b`, `a * b - c`, `c - a * b`; rounded once): one instruction
+//! on the GPU, and the same bits on the CPU backend, which contracts the same expressions. A
+//! product bound to a local first (`let p = a * b; p + c`) or converted is rounded where it is
+//! computed, and f16/bf16 arithmetic is left as written. `#[kernel(fp_fusion = false)]` rounds
+//! every product on its own (Triton's `enable_fp_fusion=False`).

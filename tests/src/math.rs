@@ -127,3 +127,26 @@ pub fn divide_by_scalar<const B: i32>(x: Ptr<f32>, s: f32, out: Ptr<f32>, n: i32
     store(out + i, v / s, m);
     store(out + n + i, s / v, m);
 }
+
+/// `x * y + z`, `z - x * y` and `x * y - z` as written: contracted into one `fma` each (the
+/// default, as Triton does), on both backends.
+#[kernel(B = [64])]
+pub fn mul_add_contracted<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, z: Ptr<f32>, out: Ptr<f32>, n: i32) {
+    let i = program_id(0) * B + arange(0, B);
+    let m = i < n;
+    let (a, b, c) = (load(x + i, m, 0.0), load(y + i, m, 0.0), load(z + i, m, 0.0));
+    store(out + i, a * b + c, m);
+    store(out + n + i, c - a * b, m);
+    store(out + 2 * n + i, a * b - c, m);
+}
+
+/// [`mul_add_contracted`] with `fp_fusion = false`: each product rounded on its own.
+#[kernel(B = [64], fp_fusion = false)]
+pub fn mul_add_rounded<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, z: Ptr<f32>, out: Ptr<f32>, n: i32) {
+    let i = program_id(0) * B + arange(0, B);
+    let m = i < n;
+    let (a, b, c) = (load(x + i, m, 0.0), load(y + i, m, 0.0), load(z + i, m, 0.0));
+    store(out + i, a * b + c, m);
+    store(out + n + i, c - a * b, m);
+    store(out + 2 * n + i, a * b - c, m);
+}

@@ -4,7 +4,7 @@
 
 use kernel_runtime::cpu::Float;
 use kernel_runtime::{f16, Tensor};
-use tests::math::{divide_by_scalar, divide_f32, int_math, math_f16, math_f32, math_f64_more, roundings};
+use tests::math::{divide_by_scalar, divide_f32, int_math, math_f16, math_f32, math_f64_more, mul_add_contracted, mul_add_rounded, roundings};
 use tests::test_device;
 
 /// Inputs across signs and magnitudes, with the special values.
@@ -349,4 +349,40 @@ fn f32_division_every_divisor_significand() {
             assert!(same_f32(got[i], want), "{a:e} / {:e} = {:e}, want {want:e}", ys[i], got[i]);
         }
     }
+}
+
+/// `a * b + c` and `c - a * b`, `a * b - c` round once (one `fma`) unless the kernel says
+/// `fp_fusion = false`, on both backends: inputs where the two differ (`(1 + 2^-12)^2 - (1 +
+/// 2^-11)` is 2^-24 exactly, and 0 with the product rounded first), and random ones.
+#[test]
+fn products_followed_by_a_sum_are_contracted_unless_the_kernel_says_not() {
+    let dev = test_device();
+    let e = 1.0 + 2f32.powi(-12);
+    let mut g = Bits(0x9e37_79b9_7f4a_7c15);
+    let (mut xs, mut ys, mut zs) = (vec![e, -e, e], vec![e, e, 3.0], vec![1.0 + 2f32.powi(-11), 1.0 + 2f32.powi(-11), 0.1]);
+    for _ in 0..200 {
+        xs.push(g.float(-20, 20));
+        ys.push(g.float(-20, 20));
+        zs.push(g.float(-20, 20));
+    }
+    let n = xs.len();
+    let t = |v: &Vec<f32>| Tensor::<f32>::from_vec(&dev, &[n], v.clone()).unwrap();
+    let (fused, rounded) = (Tensor::<f32>::full(&dev, &[3 * n], -7.0).unwrap(), Tensor::<f32>::full(&dev, &[3 * n], -7.0).unwrap());
+    mul_add_contracted::launch((n.div_ceil(64),), &t(&xs), &t(&ys), &t(&zs), &fused, n as i32, 64).unwrap();
+    mul_add_rounded::launch((n.div_ceil(64),), &t(&xs), &t(&ys), &t(&zs), &rounded, n as i32, 64).unwrap();
+    let (fused, rounded) = (fused.to_vec(), rounded.to_vec());
+    for i in 0..n {
+        let (a, b, c) = (xs[i], ys[i], zs[i]);
+        let want_fused = [a.mul_add(b, c), (-a).mul_add(b, c), a.mul_add(b, -c)];
+        let want_rounded = [a * b + c, c - a * b, a * b - c];
+        for f in 0..3 {
+            let (gf, gr) = (fused[f * n + i], rounded[f * n + i]);
+            assert!(same_f32(gf, want_fused[f]), "form {f} of {a:e}, {b:e}, {c:e}: fused {gf:e}, want {:e}", want_fused[f]);
+            assert!(same_f32(gr, want_rounded[f]), "form {f} of {a:e}, {b:e}, {c:e}: rounded {gr:e}, want {:e}", want_rounded[f]);
+        }
+    }
+    // The inputs chosen to tell them apart do: a * b - c and c - a * b at 0, a * b + c at 1.
+    let tiny = 2f32.powi(-24);
+    assert_eq!([fused[2 * n], fused[n], fused[1]], [tiny, -tiny, -tiny]);
+    assert_eq!([rounded[2 * n], rounded[n], rounded[1]], [0.0; 3]);
 }

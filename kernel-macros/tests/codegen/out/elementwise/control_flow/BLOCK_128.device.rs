@@ -78,53 +78,51 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
           |__j: usize| {
             let __f = __tid + __j * 128usize;
             if __f < 128usize {
-              acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                acc_3[__j],
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
+              acc_3[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    __p_x,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
                       __p_x,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
                     )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                  ::kernel_std::__private::device::cast::<i32, f32>(i_4),
-                ),
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+                ::kernel_std::__private::device::cast::<i32, f32>(i_4),
+                acc_3[__j],
               );
             }
           },

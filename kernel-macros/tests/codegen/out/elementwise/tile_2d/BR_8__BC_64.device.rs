@@ -474,11 +474,9 @@ pub unsafe extern "ptx-kernel" fn tile_2d__BR_8__BC_64(
                 ),
             );
             __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
-              <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  v_3[__j],
-                  v_3[__j],
-                ),
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                v_3[__j],
+                v_3[__j],
                 <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                   1f64,
                 ),

@@ -3656,11 +3656,9 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_5[__j],
-                  alpha_13[__j],
-                ),
+              l_i_5[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                l_i_5[__j],
+                alpha_13[__j],
                 __red10[__j],
               );
             },
@@ -5556,11 +5554,9 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  l_i_5[__j],
-                  alpha_13[__j],
-                ),
+              l_i_5[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                l_i_5[__j],
+                alpha_13[__j],
                 __red15[__j],
               );
             },

@@ -516,16 +516,14 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
           |__v: usize| {
             let __j: usize = __jc * 4usize + __v;
             let __f: usize = __f0 + __v;
-            let __x = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                tile_1[__j],
-                ::kernel_std::__private::device::load(
-                  (__smem.add(128usize) as *mut f32)
-                    .add({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }),
-                ),
+            let __x = <f32 as ::kernel_std::__private::device::Float>::fma(
+              tile_1[__j],
+              ::kernel_std::__private::device::load(
+                (__smem.add(128usize) as *mut f32)
+                  .add({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }),
               ),
               ::kernel_std::__private::device::load(
                 (__smem.add(128usize) as *mut f32)
@@ -817,16 +815,14 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                   ),
               );
               __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    tile_1[__j],
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(384usize) as *mut f32)
-                        .add({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }),
-                    ),
+                <f32 as ::kernel_std::__private::device::Float>::fma(
+                  tile_1[__j],
+                  ::kernel_std::__private::device::load(
+                    (__smem.add(384usize) as *mut f32)
+                      .add({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }),
                   ),
                   ::kernel_std::__private::device::load(
                     (__smem.add(384usize) as *mut f32)
@@ -1024,16 +1020,14 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                 ::kernel_std::__private::device::store(
                   __a,
                   <f32 as ::kernel_std::__private::device::Num>::sub(
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        tile_1[__j],
-                        ::kernel_std::__private::device::load(
-                          (__smem.add(384usize) as *mut f32)
-                            .add({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }),
-                        ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      tile_1[__j],
+                      ::kernel_std::__private::device::load(
+                        (__smem.add(384usize) as *mut f32)
+                          .add({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }),
                       ),
                       ::kernel_std::__private::device::load(
                         (__smem.add(384usize) as *mut f32)

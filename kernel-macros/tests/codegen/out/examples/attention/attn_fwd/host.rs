@@ -1846,16 +1846,13 @@ pub mod attn_fwd {
             )),
             <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
           );
-          l_i_13 = ::kernel_runtime::__private::cpu::map2(
-            &(::kernel_runtime::__private::cpu::map2(
-              &l_i_13,
-              &alpha_26,
-              <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-            )),
+          l_i_13 = ::kernel_runtime::__private::cpu::map3(
+            &l_i_13,
+            &alpha_26,
             &(::kernel_runtime::__private::cpu::reduce_sum::<
               f32,
             >(&p_25, 1usize)),
-            <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+            <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
           );
           acc_14 = ::kernel_runtime::__private::cpu::map2(
             &acc_14,
@@ -2107,16 +2104,13 @@ pub mod attn_fwd {
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
         );
-        l_i_13 = ::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::map2(
-            &l_i_13,
-            &alpha_38,
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
+        l_i_13 = ::kernel_runtime::__private::cpu::map3(
+          &l_i_13,
+          &alpha_38,
           &(::kernel_runtime::__private::cpu::reduce_sum::<
             f32,
           >(&p_37, 1usize)),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         );
         acc_14 = ::kernel_runtime::__private::cpu::map2(
           &acc_14,

@@ -1713,11 +1713,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                 __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                   <f32 as ::kernel_std::__private::device::Num>::sub(
                     wdy_19[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        xhat_18[__j],
-                        c1_20,
-                      ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      xhat_18[__j],
+                      c1_20,
                       c2_21,
                     ),
                   ),
@@ -1761,11 +1759,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                 __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                   <f32 as ::kernel_std::__private::device::Num>::sub(
                     wdy_19[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        xhat_18[__j],
-                        c1_20,
-                      ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      xhat_18[__j],
+                      c1_20,
                       c2_21,
                     ),
                   ),
@@ -1940,11 +1936,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                   <f32 as ::kernel_std::__private::device::Num>::mul(
                     <f32 as ::kernel_std::__private::device::Num>::sub(
                       wdy_19[__j],
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          xhat_18[__j],
-                          c1_20,
-                        ),
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
+                        xhat_18[__j],
+                        c1_20,
                         c2_21,
                       ),
                     ),

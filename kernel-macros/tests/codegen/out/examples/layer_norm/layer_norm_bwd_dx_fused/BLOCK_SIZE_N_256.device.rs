@@ -524,24 +524,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
                           __wb
                         }
                       },
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          {
-                            let __wa = xhat_16[__j];
-                            let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32).wrapping_add((__f) as i32),
-                              __p_N,
-                            ) {
-                              __wa
-                            } else {
-                              __wb
-                            }
-                          },
-                          c1_20,
-                        ),
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
+                        {
+                          let __wa = xhat_16[__j];
+                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32).wrapping_add((__f) as i32),
+                            __p_N,
+                          ) {
+                            __wa
+                          } else {
+                            __wb
+                          }
+                        },
+                        c1_20,
                         c2_21,
                       ),
                     ),

@@ -1717,11 +1717,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                   <f32 as ::kernel_std::__private::device::Num>::sub(
                     wdy_19[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        xhat_18[__j],
-                        c1_20,
-                      ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      xhat_18[__j],
+                      c1_20,
                       c2_21,
                     ),
                   ),
@@ -1765,11 +1763,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                   <f32 as ::kernel_std::__private::device::Num>::sub(
                     wdy_19[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        xhat_18[__j],
-                        c1_20,
-                      ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      xhat_18[__j],
+                      c1_20,
                       c2_21,
                     ),
                   ),
@@ -1944,11 +1940,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   <f32 as ::kernel_std::__private::device::Num>::mul(
                     <f32 as ::kernel_std::__private::device::Num>::sub(
                       wdy_19[__j],
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          xhat_18[__j],
-                          c1_20,
-                        ),
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
+                        xhat_18[__j],
+                        c1_20,
                         c2_21,
                       ),
                     ),

@@ -749,14 +749,11 @@ pub mod layer_norm_bwd_dx_fused {
     let mut dx_22: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
       &(::kernel_runtime::__private::cpu::map2(
         &wdy_19,
-        &(::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::map2(
-            &xhat_18,
-            &::kernel_runtime::__private::cpu::Blk::scalar(c1_20),
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
+        &(::kernel_runtime::__private::cpu::map3(
+          &xhat_18,
+          &::kernel_runtime::__private::cpu::Blk::scalar(c1_20),
           &::kernel_runtime::__private::cpu::Blk::scalar(c2_21),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         )),
         <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
       )),

@@ -323,12 +323,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
           |__j: usize| {
             let __f = __tid + __j * 256usize;
             if __f < 256usize {
-              _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                x_12[__j],
+                x_12[__j],
                 _var_8[__j],
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  x_12[__j],
-                  x_12[__j],
-                ),
               );
             }
           },
@@ -555,40 +553,38 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
           |__j: usize| {
             let __f = __tid + __j * 256usize;
             if __f < 256usize {
-              y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  x_hat_21[__j],
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
+              y_22[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                x_hat_21[__j],
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
                       __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_N,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
                     )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                ),
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  }
+                },
                 {
                   let __a = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,

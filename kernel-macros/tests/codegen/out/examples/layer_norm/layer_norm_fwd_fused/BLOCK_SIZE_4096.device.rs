@@ -885,50 +885,48 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   |__v: usize| {
                     let __j: usize = __jc * 4usize + __v;
                     let __f: usize = __f0 + __v;
-                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          __ld22[__v],
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          __ld22[__v],
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
                       _var_8[__j],
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld22[__v],
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld22[__v],
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                      ),
                     );
                   },
                 );
@@ -1163,74 +1161,72 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   |__v: usize| {
                     let __j: usize = __jc * 4usize + __v;
                     let __f: usize = __f0 + __v;
-                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld15[__v]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld15[__v]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
                       _var_8[__j],
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            ) {
-                              __ld15[__v]
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            ) {
-                              __ld15[__v]
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                      ),
                     );
                   },
                 );
@@ -1258,104 +1254,102 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     15usize,
                   );
                   let __f: usize = __f0 + __v;
-                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            x_row_1,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_x_ptr,
+                              __len_x_ptr,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                        mean_7,
+                      )
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            x_row_1,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_x_ptr,
+                              __len_x_ptr,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        },
+                        mean_7,
+                      )
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
                     _var_8[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    ),
                   );
                 }
                 __jc += 1;
@@ -2039,17 +2033,15 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         (0i32).wrapping_add((__f) as i32),
                       ),
                     );
-                    __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __sv[__v] = <f32 as ::kernel_std::__private::device::Float>::fma(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          <f32 as ::kernel_std::__private::device::Num>::sub(
-                            __ld51[__v],
-                            mean_7,
-                          ),
-                          rstd_14,
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          __ld51[__v],
+                          mean_7,
                         ),
-                        __ld58[__v],
+                        rstd_14,
                       ),
+                      __ld58[__v],
                       __ld65[__v],
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2682,39 +2674,37 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         (0i32).wrapping_add((__f) as i32),
                       ),
                     );
-                    __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    __sv[__v] = <f32 as ::kernel_std::__private::device::Float>::fma(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          <f32 as ::kernel_std::__private::device::Num>::sub(
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_15,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            ) {
-                              __ld30[__v]
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                            mean_7,
-                          ),
-                          rstd_14,
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld30[__v]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          mean_7,
                         ),
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        ) {
-                          __ld37[__v]
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        },
+                        rstd_14,
                       ),
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld37[__v]
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      },
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
@@ -2902,77 +2892,75 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   {
                     ::kernel_std::__private::device::store(
                       __a,
-                      <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Num>::sub(
-                              {
-                                let __a = ::kernel_std::__private::device::ptr_add(
-                                  x_row_1,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_15,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                );
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_15,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                )
-                                  && ::kernel_std::__private::device::in_bounds(
-                                    __a,
-                                    __p_x_ptr,
-                                    __len_x_ptr,
-                                    __fault,
-                                    __tag,
-                                    0u32,
-                                    ::core::line!(),
-                                  )
-                                {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                }
-                              },
-                              mean_7,
-                            ),
-                            rstd_14,
-                          ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              __p_w_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_15,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_15,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_w_ptr,
-                                __len_w_ptr,
-                                __fault,
-                                __tag,
-                                2u32,
-                                ::core::line!(),
-                              )
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
                             {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <f32 as ::core::default::Default>::default()
-                            }
-                          },
+                              let __a = ::kernel_std::__private::device::ptr_add(
+                                x_row_1,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                              );
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_N,
+                              )
+                                && ::kernel_std::__private::device::in_bounds(
+                                  __a,
+                                  __p_x_ptr,
+                                  __len_x_ptr,
+                                  __fault,
+                                  __tag,
+                                  0u32,
+                                  ::core::line!(),
+                                )
+                              {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            },
+                            mean_7,
+                          ),
+                          rstd_14,
                         ),
+                        {
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            __p_w_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_w_ptr,
+                              __len_w_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <f32 as ::core::default::Default>::default()
+                          }
+                        },
                         {
                           let __a = ::kernel_std::__private::device::ptr_add(
                             __p_b_ptr,

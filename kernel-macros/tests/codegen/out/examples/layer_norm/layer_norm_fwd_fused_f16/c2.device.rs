@@ -1008,56 +1008,54 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
                   |__v: usize| {
                     let __j: usize = __jc * 8usize + __v;
                     let __f: usize = __f0 + __v;
-                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(__ld26[__v]),
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(__ld26[__v]),
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
                       _var_8[__j],
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >(__ld26[__v]),
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >(__ld26[__v]),
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                      ),
                     );
                   },
                 );
@@ -1424,84 +1422,82 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
                   |__v: usize| {
                     let __j: usize = __jc * 8usize + __v;
                     let __f: usize = __f0 + __v;
-                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            ) {
+                              __ld19[__v]
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          ),
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
+                      {
+                        let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            ) {
+                              __ld19[__v]
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          ),
+                          mean_7,
+                        );
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
                       _var_8[__j],
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >(
-                              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_9,
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_N,
-                              ) {
-                                __ld19[__v]
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            ),
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                        {
-                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >(
-                              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_9,
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_N,
-                              ) {
-                                __ld19[__v]
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            ),
-                            mean_7,
-                          );
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
-                      ),
                     );
                   },
                 );
@@ -1529,110 +1525,108 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
                     7usize,
                   );
                   let __f: usize = __f0 + __v;
-                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            x_row_1,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_x_ptr,
+                              __len_x_ptr,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                        mean_7,
+                      )
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            x_row_1,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_x_ptr,
+                              __len_x_ptr,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                        mean_7,
+                      )
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
                     _var_8[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          }),
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          }),
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    ),
                   );
                 }
                 __jc += 1;
@@ -2261,23 +2255,21 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
                       f32,
                       ::kernel_std::__private::device::F16,
                     >(
-                      <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Num>::sub(
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >(__ld65[__v]),
-                              mean_7,
-                            ),
-                            rstd_14,
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(__ld65[__v]),
+                            mean_7,
                           ),
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >(__ld72[__v]),
+                          rstd_14,
                         ),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >(__ld72[__v]),
                         ::kernel_std::__private::device::cast::<
                           ::kernel_std::__private::device::F16,
                           f32,
@@ -3282,48 +3274,46 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
                       f32,
                       ::kernel_std::__private::device::F16,
                     >(
-                      <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Num>::sub(
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >(
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_15,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __ld44[__v]
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              ),
-                              mean_7,
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __ld44[__v]
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
                             ),
-                            rstd_14,
+                            mean_7,
                           ),
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >(
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_15,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            ) {
-                              __ld51[__v]
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            },
-                          ),
+                          rstd_14,
+                        ),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld51[__v]
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          },
                         ),
                         ::kernel_std::__private::device::cast::<
                           ::kernel_std::__private::device::F16,
@@ -3613,83 +3603,81 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
                         f32,
                         ::kernel_std::__private::device::F16,
                       >(
-                        <f32 as ::kernel_std::__private::device::Num>::add(
+                        <f32 as ::kernel_std::__private::device::Float>::fma(
                           <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Num>::mul(
-                              <f32 as ::kernel_std::__private::device::Num>::sub(
-                                ::kernel_std::__private::device::cast::<
-                                  ::kernel_std::__private::device::F16,
-                                  f32,
-                                >({
-                                  let __a = ::kernel_std::__private::device::ptr_add(
-                                    x_row_1,
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      off_15,
-                                      (0i32).wrapping_add((__f) as i32),
-                                    ),
-                                  );
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      off_15,
-                                      (0i32).wrapping_add((__f) as i32),
-                                    ),
-                                    __p_N,
-                                  )
-                                    && ::kernel_std::__private::device::in_bounds(
-                                      __a,
-                                      __p_x_ptr,
-                                      __len_x_ptr,
-                                      __fault,
-                                      __tag,
-                                      0u32,
-                                      ::core::line!(),
-                                    )
-                                  {
-                                    ::kernel_std::__private::device::load(__a)
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  }
-                                }),
-                                mean_7,
-                              ),
-                              rstd_14,
-                            ),
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >({
-                              let __a = ::kernel_std::__private::device::ptr_add(
-                                __p_w_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_15,
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                              );
-                              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_15,
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_N,
-                              )
-                                && ::kernel_std::__private::device::in_bounds(
-                                  __a,
-                                  __p_w_ptr,
-                                  __len_w_ptr,
-                                  __fault,
-                                  __tag,
-                                  2u32,
-                                  ::core::line!(),
+                            <f32 as ::kernel_std::__private::device::Num>::sub(
+                              ::kernel_std::__private::device::cast::<
+                                ::kernel_std::__private::device::F16,
+                                f32,
+                              >({
+                                let __a = ::kernel_std::__private::device::ptr_add(
+                                  x_row_1,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    off_15,
+                                    (0i32).wrapping_add((__f) as i32),
+                                  ),
+                                );
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    off_15,
+                                    (0i32).wrapping_add((__f) as i32),
+                                  ),
+                                  __p_N,
                                 )
-                              {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                              }
-                            }),
+                                  && ::kernel_std::__private::device::in_bounds(
+                                    __a,
+                                    __p_x_ptr,
+                                    __len_x_ptr,
+                                    __fault,
+                                    __tag,
+                                    0u32,
+                                    ::core::line!(),
+                                  )
+                                {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              }),
+                              mean_7,
+                            ),
+                            rstd_14,
                           ),
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              __p_w_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_w_ptr,
+                                __len_w_ptr,
+                                __fault,
+                                __tag,
+                                2u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                            }
+                          }),
                           ::kernel_std::__private::device::cast::<
                             ::kernel_std::__private::device::F16,
                             f32,

@@ -719,14 +719,11 @@ pub mod layer_norm_fwd_fused_f16 {
           )),
           &::kernel_runtime::__private::cpu::Blk::scalar((0f32)),
         );
-        _var_8 = ::kernel_runtime::__private::cpu::map2(
+        _var_8 = ::kernel_runtime::__private::cpu::map3(
+          &x_12,
+          &x_12,
           &_var_8,
-          &(::kernel_runtime::__private::cpu::map2(
-            &x_12,
-            &x_12,
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
@@ -922,14 +919,11 @@ pub mod layer_norm_fwd_fused_f16 {
           &::kernel_runtime::__private::cpu::Blk::scalar(rstd_14),
           <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
         );
-        let mut y_22: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::map2(
-            &x_hat_21,
-            &w_18,
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
+        let mut y_22: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map3(
+          &x_hat_21,
+          &w_18,
           &b_19,
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         );
         ::kernel_runtime::__private::cpu::store::<
           ::kernel_runtime::__private::f16,

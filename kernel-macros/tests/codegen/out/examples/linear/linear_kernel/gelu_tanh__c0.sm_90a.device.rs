@@ -11778,20 +11778,18 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                           <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                             0.7978845608028654f64,
                           ),
-                          <f32 as ::kernel_std::__private::device::Num>::add(
-                            x_20[__j],
+                          <f32 as ::kernel_std::__private::device::Float>::fma(
                             <f32 as ::kernel_std::__private::device::Num>::mul(
                               <f32 as ::kernel_std::__private::device::Num>::mul(
-                                <f32 as ::kernel_std::__private::device::Num>::mul(
-                                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0.044715f64,
-                                  ),
-                                  x_20[__j],
+                                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0.044715f64,
                                 ),
                                 x_20[__j],
                               ),
                               x_20[__j],
                             ),
+                            x_20[__j],
+                            x_20[__j],
                           ),
                         ),
                       ),
@@ -13106,20 +13104,18 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0.7978845608028654f64,
                       ),
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        x_20[__j],
+                      <f32 as ::kernel_std::__private::device::Float>::fma(
                         <f32 as ::kernel_std::__private::device::Num>::mul(
                           <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Num>::mul(
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0.044715f64,
-                              ),
-                              x_20[__j],
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0.044715f64,
                             ),
                             x_20[__j],
                           ),
                           x_20[__j],
                         ),
+                        x_20[__j],
+                        x_20[__j],
                       ),
                     ),
                   ),

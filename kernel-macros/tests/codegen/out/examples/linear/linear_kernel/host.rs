@@ -3024,24 +3024,21 @@ pub mod linear_kernel {
         &(::kernel_runtime::__private::cpu::map1(
           &(::kernel_runtime::__private::cpu::map2(
             &::kernel_runtime::__private::cpu::Blk::scalar((0.7978846f32)),
-            &(::kernel_runtime::__private::cpu::map2(
-              &x_20,
+            &(::kernel_runtime::__private::cpu::map3(
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::map2(
-                  &(::kernel_runtime::__private::cpu::map2(
-                    &::kernel_runtime::__private::cpu::Blk::scalar(
-                      (0.044715f32),
-                    ),
-                    &x_20,
-                    <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-                  )),
+                  &::kernel_runtime::__private::cpu::Blk::scalar(
+                    (0.044715f32),
+                  ),
                   &x_20,
                   <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
                 )),
                 &x_20,
                 <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
               )),
-              <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+              &x_20,
+              &x_20,
+              <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
             )),
             <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
           )),

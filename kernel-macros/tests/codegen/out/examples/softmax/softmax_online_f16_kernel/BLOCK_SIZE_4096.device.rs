@@ -826,11 +826,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                 let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 s_4[__j] = {
-                  let __wa = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      s_4[__j],
-                      e_9[__j],
-                    ),
+                  let __wa = <f32 as ::kernel_std::__private::device::Float>::fma(
+                    s_4[__j],
+                    e_9[__j],
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       1f64,
                     ),

@@ -421,14 +421,11 @@ pub mod softmax_online_kernel {
             &m_3,
             <f32 as ::kernel_runtime::__private::cpu::Num>::gt,
           )),
-          &(::kernel_runtime::__private::cpu::map2(
-            &(::kernel_runtime::__private::cpu::map2(
-              &s_4,
-              &e_9,
-              <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-            )),
+          &(::kernel_runtime::__private::cpu::map3(
+            &s_4,
+            &e_9,
             &::kernel_runtime::__private::cpu::Blk::scalar((1f32)),
-            <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+            <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
           )),
           &(::kernel_runtime::__private::cpu::map2(
             &s_4,

@@ -579,12 +579,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
                 f32,
                 ::kernel_std::__private::device::F16,
               >(
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    v_11[__j],
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      2f64,
-                    ),
+                <f32 as ::kernel_std::__private::device::Float>::fma(
+                  v_11[__j],
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    2f64,
                   ),
                   s_12,
                 ),
@@ -651,12 +649,10 @@ pub unsafe extern "ptx-kernel" fn hinted_rows__B_1024(
                     f32,
                     ::kernel_std::__private::device::F16,
                   >(
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        v_11[__j],
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          2f64,
-                        ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      v_11[__j],
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        2f64,
                       ),
                       s_12,
                     ),

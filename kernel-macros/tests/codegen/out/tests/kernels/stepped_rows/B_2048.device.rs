@@ -772,29 +772,27 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
                     f32,
                     ::kernel_std::__private::device::F16,
                   >(
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F16,
-                          f32,
-                        >(
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_3,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_n,
-                          ) {
-                            __ld6[__v]
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        ),
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          2f64,
-                        ),
+                    <f32 as ::kernel_std::__private::device::Float>::fma(
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_3,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_n,
+                        ) {
+                          __ld6[__v]
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        2f64,
                       ),
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         1f64,
@@ -1081,52 +1079,50 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
                         f32,
                         ::kernel_std::__private::device::F16,
                       >(
-                        <f32 as ::kernel_std::__private::device::Num>::add(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >({
-                              let __a = ::kernel_std::__private::device::ptr_add(
+                        <f32 as ::kernel_std::__private::device::Float>::fma(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_x,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      row_0,
-                                      __p_stride,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                xs_1_off,
-                              );
-                              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_3,
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_n,
-                              )
-                                && ::kernel_std::__private::device::in_bounds(
-                                  __a,
                                   __p_x,
-                                  __len_x,
-                                  __fault,
-                                  __tag,
-                                  0u32,
-                                  ::core::line!(),
-                                )
-                              {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              }
-                            }),
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              2f64,
-                            ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    row_0,
+                                    __p_stride,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              xs_1_off,
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_3,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_n,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x,
+                                __len_x,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          }),
+                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            2f64,
                           ),
                           <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                             1f64,

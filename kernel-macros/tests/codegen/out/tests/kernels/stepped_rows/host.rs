@@ -373,14 +373,11 @@ pub mod stepped_rows {
             f32,
             ::kernel_runtime::__private::f16,
           >(
-            &(::kernel_runtime::__private::cpu::map2(
-              &(::kernel_runtime::__private::cpu::map2(
-                &v_5,
-                &::kernel_runtime::__private::cpu::Blk::scalar((2f32)),
-                <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-              )),
+            &(::kernel_runtime::__private::cpu::map3(
+              &v_5,
+              &::kernel_runtime::__private::cpu::Blk::scalar((2f32)),
               &::kernel_runtime::__private::cpu::Blk::scalar((1f32)),
-              <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+              <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
             )),
           )),
           Some(&m_4),

@@ -3407,11 +3407,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                l_i_5[__j],
-                alpha_12[__j],
-              ),
+            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+              l_i_5[__j],
+              alpha_12[__j],
               __red4[__j],
             );
           },
@@ -6507,11 +6505,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                l_i_5[__j],
-                alpha_18[__j],
-              ),
+            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
+              l_i_5[__j],
+              alpha_18[__j],
               __red9[__j],
             );
           },

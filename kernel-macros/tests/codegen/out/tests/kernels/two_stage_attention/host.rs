@@ -490,16 +490,13 @@ pub mod two_stage_attention {
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp,
         );
-        l_i_5 = ::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::map2(
-            &l_i_5,
-            &alpha_12,
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
+        l_i_5 = ::kernel_runtime::__private::cpu::map3(
+          &l_i_5,
+          &alpha_12,
           &(::kernel_runtime::__private::cpu::reduce_sum::<
             f32,
           >(&p_11, 1usize)),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         );
         acc_6 = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
@@ -650,16 +647,13 @@ pub mod two_stage_attention {
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp,
         );
-        l_i_5 = ::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::map2(
-            &l_i_5,
-            &alpha_18,
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
+        l_i_5 = ::kernel_runtime::__private::cpu::map3(
+          &l_i_5,
+          &alpha_18,
           &(::kernel_runtime::__private::cpu::reduce_sum::<
             f32,
           >(&p_17, 1usize)),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         );
         acc_6 = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,

@@ -632,16 +632,13 @@ pub mod nested_attention {
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
         );
-        l_i_5 = ::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::map2(
-            &l_i_5,
-            &alpha_16,
-            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-          )),
+        l_i_5 = ::kernel_runtime::__private::cpu::map3(
+          &l_i_5,
+          &alpha_16,
           &(::kernel_runtime::__private::cpu::reduce_sum::<
             f32,
           >(&p_15, 1usize)),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
         );
         acc_6 = ::kernel_runtime::__private::cpu::map2(
           &acc_6,

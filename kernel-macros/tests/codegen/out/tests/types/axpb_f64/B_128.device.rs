@@ -128,11 +128,9 @@ pub unsafe extern "ptx-kernel" fn axpb_f64__B_128(
               ) {
                 ::kernel_std::__private::device::store(
                   __a,
-                  <f64 as ::kernel_std::__private::device::Num>::add(
-                    <f64 as ::kernel_std::__private::device::Num>::mul(
-                      v_2[__j],
-                      __p_alpha,
-                    ),
+                  <f64 as ::kernel_std::__private::device::Float>::fma(
+                    v_2[__j],
+                    __p_alpha,
                     __p_beta,
                   ),
                 );
@@ -187,11 +185,12 @@ pub unsafe extern "ptx-kernel" fn axpb_f64__B_128(
               ) {
                 ::kernel_std::__private::device::store(
                   __a,
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::cast::<f64, f32>(v_2[__j]),
-                      ::kernel_std::__private::device::cast::<f64, f32>(__p_alpha),
-                    ),
+                  <f32 as ::kernel_std::__private::device::Float>::fma(
+                    ::kernel_std::__private::device::cast::<f64, f32>(v_2[__j]),
+                    ::kernel_std::__private::device::cast::<
+                      f64,
+                      f32,
+                    >(__p_alpha),
                     ::kernel_std::__private::device::cast::<f64, f32>(__p_beta),
                   ),
                 );

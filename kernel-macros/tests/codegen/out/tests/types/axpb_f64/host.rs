@@ -358,14 +358,11 @@ pub mod axpb_f64 {
         &i_0,
         ::kernel_runtime::__private::cpu::ptr_add,
       )),
-      &(::kernel_runtime::__private::cpu::map2(
-        &(::kernel_runtime::__private::cpu::map2(
-          &v_2,
-          &::kernel_runtime::__private::cpu::Blk::scalar(__p_alpha),
-          <f64 as ::kernel_runtime::__private::cpu::Num>::mul,
-        )),
+      &(::kernel_runtime::__private::cpu::map3(
+        &v_2,
+        &::kernel_runtime::__private::cpu::Blk::scalar(__p_alpha),
         &::kernel_runtime::__private::cpu::Blk::scalar(__p_beta),
-        <f64 as ::kernel_runtime::__private::cpu::Num>::add,
+        <f64 as ::kernel_runtime::__private::cpu::Float>::fma,
       )),
       Some(&mask_1),
       &::kernel_runtime::__private::cpu::Site {
@@ -385,21 +382,15 @@ pub mod axpb_f64 {
         &i_0,
         ::kernel_runtime::__private::cpu::ptr_add,
       )),
-      &(::kernel_runtime::__private::cpu::map2(
-        &(::kernel_runtime::__private::cpu::map2(
-          &(::kernel_runtime::__private::cpu::cast::<f64, f32>(&v_2)),
-          &::kernel_runtime::__private::cpu::Blk::scalar(
-            ::kernel_runtime::__private::cpu::cast_scalar::<
-              f64,
-              f32,
-            >(__p_alpha),
-          ),
-          <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
-        )),
+      &(::kernel_runtime::__private::cpu::map3(
+        &(::kernel_runtime::__private::cpu::cast::<f64, f32>(&v_2)),
+        &::kernel_runtime::__private::cpu::Blk::scalar(
+          ::kernel_runtime::__private::cpu::cast_scalar::<f64, f32>(__p_alpha),
+        ),
         &::kernel_runtime::__private::cpu::Blk::scalar(
           ::kernel_runtime::__private::cpu::cast_scalar::<f64, f32>(__p_beta),
         ),
-        <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+        <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
       )),
       Some(&mask_1),
       &::kernel_runtime::__private::cpu::Site {
