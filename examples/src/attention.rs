@@ -21,8 +21,12 @@ use kernel_std::prelude::*;
 /// spills. `q`, `k`, `v` and `o` are 4-D
 /// `(batch, heads, n_ctx, HEAD_DIM)` with the given batch, head and row strides and contiguous
 /// rows (any layout whose last dimension is contiguous, such as PyTorch's
-/// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first).
-#[kernel(HEAD_DIM = [64, 128], CAUSAL = [false, true])]
+/// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first). Products and sums are rounded
+/// as written (`fp_fusion = false`; the scores' scaling is an explicit `fma`): contracting
+/// `l_i * alpha + p.sum(1)` takes the sm_90a 128x64 causal entry at head dimension 64 from 128
+/// to 133 registers, past two blocks of 8 warps per SM, and that case 1.2-1.3x slower
+/// (BENCHMARKS.md).
+#[kernel(HEAD_DIM = [64, 128], CAUSAL = [false, true], fp_fusion = false)]
 #[autotune(
     configs = [
         config(BLOCK_M = 128, BLOCK_N = 32, num_stages = 2, num_warps = 8, archs = [sm_80]),

@@ -3719,9 +3719,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_38[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_38[__j],
+                ),
                 __red4[__j],
               );
             },
@@ -4358,9 +4360,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_38[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_38[__j],
+                ),
                 __red8[__j],
               );
             },

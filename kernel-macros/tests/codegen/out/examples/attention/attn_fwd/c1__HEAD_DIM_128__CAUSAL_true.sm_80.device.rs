@@ -3859,9 +3859,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-              l_i_13[__j],
-              alpha_26[__j],
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_26[__j],
+              ),
               __red4[__j],
             );
           },
@@ -7700,9 +7702,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_38[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_38[__j],
+                ),
                 __red9[__j],
               );
             },
@@ -8335,9 +8339,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_38[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_38[__j],
+                ),
                 __red13[__j],
               );
             },

@@ -3830,9 +3830,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red10[__j],
                 );
               },
@@ -4509,9 +4511,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red15[__j],
                 );
               },
@@ -6394,9 +6398,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red20[__j],
                 );
               },
@@ -6976,9 +6982,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red25[__j],
                 );
               },

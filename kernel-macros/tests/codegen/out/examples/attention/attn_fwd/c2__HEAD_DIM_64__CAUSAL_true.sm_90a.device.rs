@@ -3773,9 +3773,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red4[__j],
               );
             },
@@ -5328,9 +5330,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red9[__j],
               );
             },
@@ -9252,9 +9256,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red21[__j],
                 );
               },
@@ -9931,9 +9937,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red26[__j],
                 );
               },
@@ -11816,9 +11824,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red31[__j],
                 );
               },
@@ -12398,9 +12408,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red36[__j],
                 );
               },

@@ -3939,9 +3939,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red10[__j],
                 );
               },
@@ -4644,9 +4646,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red15[__j],
                 );
               },
@@ -6582,9 +6586,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red20[__j],
                 );
               },
@@ -7184,9 +7190,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red25[__j],
                 );
               },

@@ -3871,9 +3871,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red4[__j],
               );
             },
@@ -5476,9 +5478,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                 | ((__lane >> 4usize) & 1) << 2u32
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red9[__j],
               );
             },
@@ -9510,9 +9514,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red21[__j],
                 );
               },
@@ -10215,9 +10221,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red26[__j],
                 );
               },
@@ -12153,9 +12161,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red31[__j],
                 );
               },
@@ -12755,9 +12765,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                   | ((__lane >> 4usize) & 1) << 2u32
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red36[__j],
                 );
               },

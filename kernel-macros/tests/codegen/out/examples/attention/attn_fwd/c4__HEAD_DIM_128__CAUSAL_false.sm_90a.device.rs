@@ -3948,9 +3948,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red10[__j],
                 );
               },
@@ -4721,9 +4723,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red15[__j],
                 );
               },
@@ -6727,9 +6731,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red20[__j],
                 );
               },
@@ -7397,9 +7403,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red25[__j],
                 );
               },

@@ -3880,9 +3880,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red4[__j],
               );
             },
@@ -5553,9 +5555,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red9[__j],
               );
             },
@@ -9655,9 +9659,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red21[__j],
                 );
               },
@@ -10428,9 +10434,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red26[__j],
                 );
               },
@@ -12434,9 +12442,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red31[__j],
                 );
               },
@@ -13104,9 +13114,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red36[__j],
                 );
               },

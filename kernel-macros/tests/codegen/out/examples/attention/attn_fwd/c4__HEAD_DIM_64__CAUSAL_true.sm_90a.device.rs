@@ -3777,9 +3777,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red4[__j],
               );
             },
@@ -5396,9 +5398,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                 | ((__warp >> 0usize) & 1) << 4u32
                 | ((__warp >> 1usize) & 1) << 5u32
                 | ((__warp >> 2usize) & 1) << 6u32);
-              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                l_i_13[__j],
-                alpha_26[__j],
+              l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  l_i_13[__j],
+                  alpha_26[__j],
+                ),
                 __red9[__j],
               );
             },
@@ -9384,9 +9388,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red21[__j],
                 );
               },
@@ -10127,9 +10133,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red26[__j],
                 );
               },
@@ -12076,9 +12084,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red31[__j],
                 );
               },
@@ -12722,9 +12732,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                   | ((__warp >> 0usize) & 1) << 4u32
                   | ((__warp >> 1usize) & 1) << 5u32
                   | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
-                  l_i_13[__j],
-                  alpha_38[__j],
+                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    l_i_13[__j],
+                    alpha_38[__j],
+                  ),
                   __red36[__j],
                 );
               },
