@@ -257,10 +257,16 @@ struct DevGen<'a> {
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
     prefetched: HashMap<ExprId, (Ident, bool)>,
-    /// Whole-block tests of accesses in loops stated once for the loop (`whole_loop.rs`), by
-    /// loop variable: the statements computing their flags, which the loop places before
-    /// itself.
-    loop_tests: Vec<(LocalId, TokenStream)>,
+    /// Whole-block tests of accesses in loops stated once for the loop (`whole_loop.rs`): the
+    /// statements computing their flags, which the loop places before itself.
+    loop_tests: Vec<whole_loop::LoopTest>,
+    /// Per statement sequence being generated, innermost last: the loop-level tests its loops
+    /// computed so far, which later loops of the sequence (and code nested in it) may reuse.
+    test_frames: Vec<Vec<whole_loop::SharedTest>>,
+    /// The index in `test_frames` of the sequence each loop being generated is a statement of.
+    loop_frames: HashMap<LocalId, usize>,
+    /// Every value each local is given (`assigned_values`).
+    assigned: HashMap<LocalId, Vec<ExprId>>,
     /// `where_` conditions known to hold on every element (`uniform.rs`): the `where_` is its
     /// first value.
     assume: HashSet<ExprId>,
@@ -319,6 +325,9 @@ impl<'a> DevGen<'a> {
             loop_depth: 0,
             prefetched: HashMap::new(),
             loop_tests: Vec::new(),
+            test_frames: Vec::new(),
+            loop_frames: HashMap::new(),
+            assigned: assigned_values(p.k),
             assume: HashSet::new(),
             slot_reads: None,
         }

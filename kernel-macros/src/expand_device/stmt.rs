@@ -22,16 +22,19 @@ impl DevGen<'_> {
     }
 
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> TokenStream {
+        self.test_frames.push(Vec::new());
         let mut out = TokenStream::new();
         for s in stmts {
             self.gen_stmt(s, &mut out);
         }
+        self.test_frames.pop();
         out
     }
 
     /// The kernel's body: as `stmts`, the last top-level loop also getting the code after it
     /// for its fallback.
     pub(super) fn body(&mut self, stmts: &[Stmt]) -> TokenStream {
+        self.test_frames.push(Vec::new());
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
             // The loop the plan names gets the code after it, for its fallback.
@@ -41,6 +44,7 @@ impl DevGen<'_> {
             };
             self.gen_stmt_then(s, &mut out, rest.as_ref());
         }
+        self.test_frames.pop();
         out
     }
 
@@ -248,6 +252,7 @@ impl DevGen<'_> {
         let t = self.elem(&k.locals[var].ty);
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
         let split = self.p.split_of(var).map(|sl| self.split_range_code(sl, &t));
+        self.loop_frames.insert(var, self.test_frames.len().saturating_sub(1));
         let (floor, resident) = (self.smem.floor(), self.stage_resident(var));
         // Copies ahead, counting round the buffer each iteration reads (not in split
         // loops, whose parts start inside the loop).
@@ -265,7 +270,7 @@ impl DevGen<'_> {
         });
         let body = self.loop_body(var, body, inner_floor);
         self.loop_depth -= 1;
-        let loop_tests = self.take_loop_tests(var);
+        let loop_tests = self.take_loop_tests(var, (&t, &s, &e, &st));
         self.smem.restore_floor(floor);
         let (resident, body, tma_loop) = match &ahead {
             Some(a) => {
@@ -281,11 +286,11 @@ impl DevGen<'_> {
         if let Some((range, after)) = split {
             // A part of the split loop runs its run of `__n` iterations.
             return quote! {
+                #loop_tests
                 {
                     let __start: #t = #s;
                     let __end: #t = #e;
                     let __step: #t = #st;
-                    #loop_tests
                     let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
                     let __n: i64 = #d::trip_count(__s64, __e64, __t64);
                     #range
@@ -321,13 +326,15 @@ impl DevGen<'_> {
             }
             None => looped(&body),
         };
-        quote! {{
-            let __start: #t = #s;
-            let __end: #t = #e;
-            let __step: #t = #st;
+        quote! {
             #loop_tests
-            #resident
-            #run
-        }}
+            {
+                let __start: #t = #s;
+                let __end: #t = #e;
+                let __step: #t = #st;
+                #resident
+                #run
+            }
+        }
     }
 }

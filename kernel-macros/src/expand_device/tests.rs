@@ -1498,13 +1498,31 @@ fn row_loops_test_their_accesses_once() {
         )
     };
     let loop_tests = |src: &str| expand("B = [2048], num_warps = 8", src).0.matches("let __span").count();
-    // Both loops: one test per access, before the loop (three in all).
-    assert_eq!(loop_tests(&kernel("B", "")), 3);
+    // Both loops: one test per access, before the loop; the second loop's `x` reads the
+    // first's flags (two in all).
+    let both = kernel("B", "");
+    assert_eq!(loop_tests(&both), 2);
     // A loop stepping by 2 B: its blocks are not the union's; the second loop keeps its two.
     assert_eq!(loop_tests(&kernel("2 * B", "")), 2);
     // A pointer that reads a value the loop defines.
     let moved = kernel("B", "let x_row = x_row + off;");
     assert_eq!(loop_tests(&moved), 2);
+    // The second loop inside an `if` after the first still reads its flags.
+    let nested = both.replace("let s = acc.sum(0);", "let s = acc.sum(0); if n > 7 {").replace("(v - s).to::<f16>(), cols < n);\n                }", "(v - s).to::<f16>(), cols < n);\n                }}");
+    assert_eq!(loop_tests(&nested), 2, "{nested}");
+    // Not where the first loop may not have run (inside an `if` of its own), where a value the
+    // test reads was given another since (`x_row` reassigned), or over other bounds.
+    let first_in_if = both.replacen("for off in range(0, n, B) {", "if n > 7 { for off in range(0, n, B) {", 1).replace("let s = acc.sum(0);", "} let s = acc.sum(0);");
+    assert_eq!(loop_tests(&first_in_if), 3, "{first_in_if}");
+    let reassigned = both.replace("let x_row = x + row * stride;", "let mut x_row = x + row * stride;").replace("let s = acc.sum(0);", "let s = acc.sum(0); x_row = x_row + 0;");
+    assert_eq!(loop_tests(&reassigned), 3);
+    let bounds = both.replace("for off in range(0, n, B) {\n                    let cols = off + arange(0, B);\n                    let v", "for off in range(0, n - 1, B) {\n                    let cols = off + arange(0, B);\n                    let v");
+    assert_ne!(bounds, both);
+    assert_eq!(loop_tests(&bounds), 3);
+    // The flags are declared before the loop, in the statement sequence both loops are part of.
+    let out = expand("B = [2048], num_warps = 8", &both).0;
+    let first = out.find("let (__lt").expect("flags before the first loop");
+    assert!(out[first..].find("while").is_some_and(|w| out[first..first + w].matches("let __span").count() == 1));
 }
 
 /// The rows and columns of a pipelined accumulator that only masked stores read (`live.rs`):

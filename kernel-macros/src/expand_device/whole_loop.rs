@@ -9,10 +9,12 @@
 //! chunks of the union's kept prefix (the steps are whole chunks), the pointers are the union's
 //! (wrapping sums do not depend on the order of the terms) and the first pointer of each
 //! iteration stays aligned (the block's length in bytes is a multiple of the alignment). So the
-//! test runs once, before the loop (`DevGen::for_stmt` places it), and the loops over one row
-//! compute the same test from the same values: a row's three loops (layer norm) test once. The
-//! accesses of one phase share one pair of flags. Only where a thread holds few chunks of the
-//! block ([`MAX_LOOP_TEST_CHUNKS`]).
+//! test runs once, before the loop (`DevGen::for_stmt` places it). A later loop of the same
+//! statement sequence (or code nested in it) whose access would compute the same test, from the
+//! same loop bounds and values that cannot have changed since (locals given one value, no loads),
+//! reads the earlier loop's flags instead: a row's three loops over `x` (layer norm) test `x`
+//! once. The accesses of one phase share one pair of flags. Only where a thread holds few chunks
+//! of the block ([`MAX_LOOP_TEST_CHUNKS`]).
 
 use super::whole::WholeTest;
 use super::*;
@@ -22,6 +24,23 @@ use super::*;
 /// the loop stay live across its body and cost registers (layer norm's 8192-column blocks, four
 /// chunks a thread, went from 80 to 84 registers: two blocks per multiprocessor instead of three).
 const MAX_LOOP_TEST_CHUNKS: usize = 2;
+
+/// A loop-level test registered for the loop over `var`: the statements computing its flags
+/// (`code`, with `__start`, `__end` and `__step` in scope) and the flags they declare; `key`
+/// where later loops may reuse them (see [`SharedTest`]).
+pub(super) struct LoopTest {
+    var: LocalId,
+    code: TokenStream,
+    flags: Vec<Ident>,
+    key: Option<String>,
+}
+
+/// The flags of a loop-level test computed before an earlier loop of a statement sequence,
+/// with what it computed: its code with the loop variable renamed, and the loop's bounds.
+pub(super) struct SharedTest {
+    key: String,
+    flags: (Ident, Ident),
+}
 
 impl DevGen<'_> {
     /// The loop-level test of the access `parent` through pointer block `ptr` with the prefix
@@ -34,7 +53,7 @@ impl DevGen<'_> {
         if self.per_thread(numel) / v > MAX_LOOP_TEST_CHUNKS {
             return None;
         }
-        let (lv, body) = self.row_loop(ptr)?;
+        let (lv, (start, end), body) = self.row_loop(ptr)?;
         let inside = loop_values(body);
         let sum = self.ptr_sum(ptr)?;
         if self.depends_on(sum.base, lv) || !self.loop_steady(ptr, lv, &inside) {
@@ -65,11 +84,10 @@ impl DevGen<'_> {
         };
         let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
         let checks = self.range_checks(parent, ptr, step, size);
-        let (test, clean) = (self.fresh("lt"), self.fresh("lc"));
         let id = crate::expand_cpu::local_ident(k, lv);
         let t = self.elem(&k.locals[lv].ty);
-        let code = quote! {
-            let (#test, #clean): (bool, bool) = {
+        let value = quote! {
+            {
                 let __span: i64 = (__end as i64) - (__start as i64);
                 if __span <= 0 {
                     (true, true)
@@ -83,24 +101,60 @@ impl DevGen<'_> {
                     let __ok: bool = __eu == 0 || (#checks);
                     (__ok, __ok && __e % #v == 0 #clean_p0)
                 }
-            };
+            }
         };
-        self.loop_tests.push((lv, code));
+        let fixed = [ptr, start, end].into_iter().chain(bounds.iter().flat_map(|(a, b, _)| [*a, *b])).all(|e| self.fixed(e, lv));
+        let key = fixed.then(|| format!("{} | {} | {}", k.expr_text(start), k.expr_text(end), renamed(value.clone(), &id, &format_ident!("__loop_var"))));
+        if let Some((test, clean)) = key.as_ref().and_then(|key| self.shared_test(lv, key)) {
+            return Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)), looped: Some(lv) });
+        }
+        let (test, clean) = (self.fresh("lt"), self.fresh("lc"));
+        let code = quote!(let (#test, #clean): (bool, bool) = #value;);
+        self.loop_tests.push(LoopTest { var: lv, code, flags: vec![test.clone(), clean.clone()], key });
         Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)), looped: Some(lv) })
     }
 
-    /// The loop whose variable `ptr` reads, with its body, when the loop steps by a
+    /// The flags of an earlier loop's test with `key`, computed before that loop in the
+    /// statement sequence loop `lv` is part of or in one around it.
+    fn shared_test(&self, lv: LocalId, key: &str) -> Option<(Ident, Ident)> {
+        let frame = *self.loop_frames.get(&lv)?;
+        self.test_frames.get(..=frame)?.iter().flatten().find(|t| t.key == key).map(|t| t.flags.clone())
+    }
+
+    /// Whether `e` has the same value wherever a loop over `lv` may evaluate it in one run of
+    /// the statements around that loop, apart from `lv` itself: it reads no memory and no local
+    /// given more than one value (a `let` once; a loop variable of a loop around is fixed for
+    /// a run of its body).
+    fn fixed(&self, e: ExprId, lv: LocalId) -> bool {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Local(l) if *l == lv => true,
+            ExprKind::Local(l) => {
+                let values = self.assigned.get(l).map_or(0, Vec::len);
+                let is_loop_var = self.loops.contains_key(l);
+                (is_loop_var && values == 0 || !is_loop_var && values == 1)
+                    && match self.kinds[*l] {
+                        LocalKind::Pure(v) | LocalKind::Inline(v) => self.fixed(v, lv),
+                        _ => true,
+                    }
+            }
+            ExprKind::Load { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } => false,
+            kind => kind.operands().into_iter().all(|c| self.fixed(c, lv)),
+        }
+    }
+
+    /// The loop whose variable `ptr` reads, with its bounds and body, when the loop steps by a
     /// compile-time constant (checked by the caller against the block's length through
     /// [`Self::unit_terms`] and here) and `ptr` reads no other loop's variable.
-    fn row_loop(&self, ptr: ExprId) -> Option<(LocalId, &[Stmt])> {
+    fn row_loop(&self, ptr: ExprId) -> Option<(LocalId, (ExprId, ExprId), &[Stmt])> {
         let mut vars = self.loops.keys().filter(|l| self.depends_on(ptr, **l));
         let lv = *vars.next()?;
         if vars.next().is_some() {
             return None;
         }
-        let (step, body) = find_loop(&self.k.body, lv)?;
+        let (start, end, step, body) = find_loop(&self.k.body, lv)?;
         let numel = self.shapes[ptr].iter().product::<usize>() as i64;
-        (self.multiples.constant(step) == Some(numel)).then_some((lv, body))
+        (self.multiples.constant(step) == Some(numel)).then_some((lv, (start, end), body))
     }
 
     /// Counts, in `units`, the terms of the integer block `e` (a sum, through pure locals) that
@@ -143,27 +197,65 @@ impl DevGen<'_> {
     pub(super) fn combine_loop_tests(&mut self, var: LocalId, tests: &[TokenStream], cleans: &[TokenStream]) -> (TokenStream, TokenStream) {
         let (t, c) = (self.fresh("lt"), self.fresh("lc"));
         let code = quote!(let (#t, #c): (bool, bool) = (true #(&& #tests)*, true #(&& #cleans)*););
-        self.loop_tests.push((var, code));
+        self.loop_tests.push(LoopTest { var, code, flags: vec![t.clone(), c.clone()], key: None });
         (quote!(#t), quote!(#c))
     }
 
     /// The loop-level tests registered for the loop over `var` (see
-    /// [`Self::whole_loop_test`]), taken out: the statements that compute their flags, placed
-    /// after the loop's `__start`, `__end` and `__step`.
-    pub(super) fn take_loop_tests(&mut self, var: LocalId) -> TokenStream {
+    /// [`Self::whole_loop_test`]), taken out: one statement placed before the loop that declares
+    /// their flags, computing them in a block with the loop's `__start`, `__end` and `__step`
+    /// (type `t`, values `s`, `e`, `st`). The tests later loops may reuse are recorded in the
+    /// loop's statement sequence.
+    pub(super) fn take_loop_tests(&mut self, var: LocalId, (t, s, e, st): (&TokenStream, &TokenStream, &TokenStream, &TokenStream)) -> TokenStream {
         let all = &mut self.loop_tests;
-        let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(l, _)| *l == var);
+        let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|lt| lt.var == var);
         *all = rest;
-        mine.into_iter().map(|(_, code)| code).collect()
+        if mine.is_empty() {
+            return TokenStream::new();
+        }
+        if let Some(frame) = self.loop_frames.get(&var).and_then(|f| self.test_frames.get_mut(*f)) {
+            for lt in &mine {
+                if let (Some(key), [test, clean]) = (&lt.key, lt.flags.as_slice()) {
+                    frame.push(SharedTest { key: key.clone(), flags: (test.clone(), clean.clone()) });
+                }
+            }
+        }
+        let flags: Vec<&Ident> = mine.iter().flat_map(|lt| &lt.flags).collect();
+        let flags_ty = flags.iter().map(|_| quote!(bool));
+        let code = mine.iter().map(|lt| &lt.code);
+        quote! {
+            let (#(#flags,)*): (#(#flags_ty,)*) = {
+                let __start: #t = #s;
+                let __end: #t = #e;
+                let __step: #t = #st;
+                #(#code)*
+                (#(#flags,)*)
+            };
+        }
     }
 }
 
-/// The step and body of the `for` loop over `var` in `stmts` (at any depth).
-fn find_loop(stmts: &[Stmt], var: LocalId) -> Option<(ExprId, &[Stmt])> {
+/// `ts` with every identifier `from` (at any depth) replaced by `to`.
+fn renamed(ts: TokenStream, from: &Ident, to: &Ident) -> TokenStream {
+    ts.into_iter()
+        .map(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) if i == *from => proc_macro2::TokenTree::Ident(to.clone()),
+            proc_macro2::TokenTree::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), renamed(g.stream(), from, to));
+                ng.set_span(g.span());
+                proc_macro2::TokenTree::Group(ng)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// The start, end, step and body of the `for` loop over `var` in `stmts` (at any depth).
+fn find_loop(stmts: &[Stmt], var: LocalId) -> Option<(ExprId, ExprId, ExprId, &[Stmt])> {
     for s in stmts {
-        if let Stmt::For { var: v, step, body, .. } = s {
+        if let Stmt::For { var: v, start, end, step, body, .. } = s {
             if *v == var {
-                return Some((*step, body));
+                return Some((*start, *end, *step, body));
             }
         }
         if let Some(found) = s.bodies().into_iter().find_map(|b| find_loop(b, var)) {

@@ -70,7 +70,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         );
       },
     );
-    {
+    let (__lt0, __lc1): (bool, bool) = {
       let __start: i32 = (0i32);
       let __end: i32 = __p_N;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -134,6 +134,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
           (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
+      (__lt0, __lc1)
+    };
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        1024i64,
+      );
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -694,76 +702,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         1024i64,
       );
-      let (__lt17, __lc18): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_9: i32 = __start;
-          let __ul: usize = ((__span + (1024usize as i64 - 1))
-            / (1024usize as i64) * (1024usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_9,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt17;
+          let mut __ok: bool = true && __lt0;
           __ok
         };
         if __vfast {
-          if true && __lc18 {
-            let mut __ld26_all: [[f32; 4usize]; 1usize] = unsafe {
+          if true && __lc1 {
+            let mut __ld24_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -773,7 +723,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld26: [f32; 4usize] = {
+                let __ld24: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -787,22 +737,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c32 = __p_N;
+                      let __c30 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x31,
-                        __x30,
+                        __x29,
+                        __x28,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x30,
-                          __c32,
+                          __x28,
+                          __c30,
                         )
                     },
                     [
@@ -822,7 +772,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                __ld26_all[__jc] = __ld26;
+                __ld24_all[__jc] = __ld24;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -832,7 +782,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld26: [f32; 4usize] = __ld26_all[__jc];
+                let __ld24: [f32; 4usize] = __ld24_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -844,7 +794,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     _var_8[__j] = <f32 as ::kernel_std::__private::device::Float>::fma(
                       {
                         let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                          __ld26[__v],
+                          __ld24[__v],
                           mean_7,
                         );
                         let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -864,7 +814,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       },
                       {
                         let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                          __ld26[__v],
+                          __ld24[__v],
                           mean_7,
                         );
                         let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
@@ -889,7 +839,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               },
             );
           } else {
-            let mut __ld19_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld17_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -899,7 +849,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld19: [f32; 4usize] = {
+                let __ld17: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -935,22 +885,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c25 = __p_N;
+                        let __c23 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x24,
-                          __x23,
+                          __x22,
+                          __x21,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x23,
-                            __c25,
+                            __x21,
+                            __c23,
                           )
                       },
                       [
@@ -970,22 +920,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_9,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c22 = __p_N;
+                    let __c20 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x21,
-                      __x20,
+                      __x19,
+                      __x18,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x21,
-                        __c22,
+                        __x19,
+                        __c20,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1098,7 +1048,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                __ld19_all[__jc] = __ld19;
+                __ld17_all[__jc] = __ld17;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1108,7 +1058,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld19: [f32; 4usize] = __ld19_all[__jc];
+                let __ld17: [f32; 4usize] = __ld17_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1127,7 +1077,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                             ),
                             __p_N,
                           ) {
-                            __ld19[__v]
+                            __ld17[__v]
                           } else {
                             <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
@@ -1159,7 +1109,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                             ),
                             __p_N,
                           ) {
-                            __ld19[__v]
+                            __ld17[__v]
                           } else {
                             <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
@@ -1411,7 +1361,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red33: f32 = {
+    let __red31: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1432,7 +1382,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red33,
+      __red31,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1476,13 +1426,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    {
+    let (
+      __lt32,
+      __lc33,
+      __lt34,
+      __lc35,
+      __lt36,
+      __lc37,
+      __lt38,
+      __lc39,
+    ): (bool, bool, bool, bool, bool, bool, bool, bool) = {
       let __start: i32 = (0i32);
       let __end: i32 = __p_N;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         1024i64,
       );
-      let (__lt34, __lc35): (bool, bool) = {
+      let (__lt32, __lc33): (bool, bool) = {
         let __span: i64 = (__end as i64) - (__start as i64);
         if __span <= 0 {
           (true, true)
@@ -1540,65 +1499,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
           (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
-      let (__lt36, __lc37): (bool, bool) = {
-        let __span: i64 = (__end as i64) - (__start as i64);
-        if __span <= 0 {
-          (true, true)
-        } else {
-          let off_15: i32 = __start;
-          let __ul: usize = ((__span + (1024usize as i64 - 1))
-            / (1024usize as i64) * (1024usize as i64)) as usize;
-          let __e: usize = {
-            let (__a0, __b0): (i64, i64) = (
-              (<i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((0usize) as i32),
-              )) as i64,
-              (__p_N) as i64,
-            );
-            if __a0
-              .checked_add(__ul as i64 - 1)
-              .is_none_or(|__z| __z > i32::MAX as i64)
-            {
-              __ul
-            } else {
-              __b0
-                .saturating_sub(__a0)
-                .saturating_add(0i64)
-                .clamp(0, __ul as i64) as usize
-            }
-          };
-          let __eu: usize = ::core::cmp::min(
-            (__e + (4usize - 1)) / 4usize * 4usize,
-            __ul,
-          );
-          let __p0 = ::kernel_std::__private::device::ptr_add(
-            x_row_1,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              off_15,
-              (0i32).wrapping_add((0usize) as i32),
-            ),
-          );
-          let __ok: bool = __eu == 0
-            || (((0i64).wrapping_add(1i64)) == 1i64
-              && (__p0 as usize) % 4 == 0
-              && (::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__eu - 1)) as i32),
-                ),
-              ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __eu,
-              ));
-          (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
-        }
-      };
-      let (__lt38, __lc39): (bool, bool) = {
+      let (__lt34, __lc35): (bool, bool) = {
         let __span: i64 = (__end as i64) - (__start as i64);
         if __span <= 0 {
           (true, true)
@@ -1656,7 +1557,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
           (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
-      let (__lt40, __lc41): (bool, bool) = {
+      let (__lt36, __lc37): (bool, bool) = {
         let __span: i64 = (__end as i64) - (__start as i64);
         if __span <= 0 {
           (true, true)
@@ -1714,9 +1615,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
           (__ok, __ok && __e % 4usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
-      let (__lt42, __lc43): (bool, bool) = (
-        true && __lt36 && __lt38 && __lt40 && __lt34,
-        true && __lc37 && __lc39 && __lc41 && __lc35,
+      let (__lt38, __lc39): (bool, bool) = (
+        true && __lt0 && __lt34 && __lt36 && __lt32,
+        true && __lc1 && __lc35 && __lc37 && __lc33,
+      );
+      (__lt32, __lc33, __lt34, __lc35, __lt36, __lc37, __lt38, __lc39)
+    };
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        1024i64,
       );
       let mut __i: i32 = __start;
       while __step != 0
@@ -1725,18 +1634,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true && __lt42;
+          let mut __ok: bool = true && __lt38;
           __ok
         };
         if __vfast {
-          if true && __lc43 {
-            let mut __ld65_all: [[f32; 4usize]; 1usize] = unsafe {
+          if true && __lc39 {
+            let mut __ld61_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld72_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld68_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld79_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld75_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1746,7 +1655,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld65: [f32; 4usize] = {
+                let __ld61: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1760,22 +1669,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x65 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x66 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c71 = __p_N;
+                      let __c67 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x70,
-                        __x69,
+                        __x66,
+                        __x65,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x69,
-                          __c71,
+                          __x65,
+                          __c67,
                         )
                     },
                     [
@@ -1795,7 +1704,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                let __ld72: [f32; 4usize] = {
+                let __ld68: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1809,22 +1718,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x76 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x72 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x77 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x73 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c78 = __p_N;
+                      let __c74 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x77,
-                        __x76,
+                        __x73,
+                        __x72,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x76,
-                          __c78,
+                          __x72,
+                          __c74,
                         )
                     },
                     [
@@ -1836,7 +1745,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                let __ld79: [f32; 4usize] = {
+                let __ld75: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1850,22 +1759,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                   >(
                     __q0,
                     !{
-                      let __x83 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x79 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x84 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x80 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c85 = __p_N;
+                      let __c81 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x84,
-                        __x83,
+                        __x80,
+                        __x79,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x83,
-                          __c85,
+                          __x79,
+                          __c81,
                         )
                     },
                     [
@@ -1877,9 +1786,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     true,
                   )
                 };
-                __ld65_all[__jc] = __ld65;
-                __ld72_all[__jc] = __ld72;
-                __ld79_all[__jc] = __ld79;
+                __ld61_all[__jc] = __ld61;
+                __ld68_all[__jc] = __ld68;
+                __ld75_all[__jc] = __ld75;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -1892,9 +1801,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld65: [f32; 4usize] = __ld65_all[__jc];
-                let __ld72: [f32; 4usize] = __ld72_all[__jc];
-                let __ld79: [f32; 4usize] = __ld79_all[__jc];
+                let __ld61: [f32; 4usize] = __ld61_all[__jc];
+                let __ld68: [f32; 4usize] = __ld68_all[__jc];
+                let __ld75: [f32; 4usize] = __ld75_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -1913,13 +1822,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     __sv[__v] = <f32 as ::kernel_std::__private::device::Float>::fma(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         <f32 as ::kernel_std::__private::device::Num>::sub(
-                          __ld65[__v],
+                          __ld61[__v],
                           mean_7,
                         ),
                         rstd_14,
                       ),
-                      __ld72[__v],
-                      __ld79[__v],
+                      __ld68[__v],
+                      __ld75[__v],
                     );
                     __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1937,13 +1846,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               },
             );
           } else {
-            let mut __ld44_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld40_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld51_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld47_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
-            let mut __ld58_all: [[f32; 4usize]; 1usize] = unsafe {
+            let mut __ld54_all: [[f32; 4usize]; 1usize] = unsafe {
               ::core::mem::zeroed()
             };
             ::kernel_std::__private::device::unroll::<
@@ -1953,7 +1862,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld44: [f32; 4usize] = {
+                let __ld40: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1989,22 +1898,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c50 = __p_N;
+                        let __c46 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x49,
-                          __x48,
+                          __x45,
+                          __x44,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x48,
-                            __c50,
+                            __x44,
+                            __c46,
                           )
                       },
                       [
@@ -2024,22 +1933,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c47 = __p_N;
+                    let __c43 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x46,
-                      __x45,
+                      __x42,
+                      __x41,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x46,
-                        __c47,
+                        __x42,
+                        __c43,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2152,7 +2061,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                let __ld51: [f32; 4usize] = {
+                let __ld47: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_w_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2188,22 +2097,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c57 = __p_N;
+                        let __c53 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x56,
-                          __x55,
+                          __x52,
+                          __x51,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x55,
-                            __c57,
+                            __x51,
+                            __c53,
                           )
                       },
                       [
@@ -2215,22 +2124,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c54 = __p_N;
+                    let __c50 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x53,
-                      __x52,
+                      __x49,
+                      __x48,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x53,
-                        __c54,
+                        __x49,
+                        __c50,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2335,7 +2244,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                let __ld58: [f32; 4usize] = {
+                let __ld54: [f32; 4usize] = {
                   let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                     __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2371,22 +2280,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     >(
                       __q0,
                       !{
-                        let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x58 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0)) as i32),
                         );
-                        let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x59 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_15,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         );
-                        let __c64 = __p_N;
+                        let __c60 = __p_N;
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x63,
-                          __x62,
+                          __x59,
+                          __x58,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x62,
-                            __c64,
+                            __x58,
+                            __c60,
                           )
                       },
                       [
@@ -2398,22 +2307,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                       false,
                     )
                   } else if {
-                    let __x59 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0)) as i32),
                     );
-                    let __x60 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     );
-                    let __c61 = __p_N;
+                    let __c57 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x60,
-                      __x59,
+                      __x56,
+                      __x55,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x60,
-                        __c61,
+                        __x56,
+                        __c57,
                       )
                   } && (__q0 as usize) % 16usize == 0
                     && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2518,9 +2427,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                     ]
                   }
                 };
-                __ld44_all[__jc] = __ld44;
-                __ld51_all[__jc] = __ld51;
-                __ld58_all[__jc] = __ld58;
+                __ld40_all[__jc] = __ld40;
+                __ld47_all[__jc] = __ld47;
+                __ld54_all[__jc] = __ld54;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -2533,9 +2442,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
                 let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
                 let mut __sm: [bool; 4usize] = [false; 4usize];
-                let __ld44: [f32; 4usize] = __ld44_all[__jc];
-                let __ld51: [f32; 4usize] = __ld51_all[__jc];
-                let __ld58: [f32; 4usize] = __ld58_all[__jc];
+                let __ld40: [f32; 4usize] = __ld40_all[__jc];
+                let __ld47: [f32; 4usize] = __ld47_all[__jc];
+                let __ld54: [f32; 4usize] = __ld54_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   4usize,
                   _,
@@ -2561,7 +2470,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                             ),
                             __p_N,
                           ) {
-                            __ld44[__v]
+                            __ld40[__v]
                           } else {
                             <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
@@ -2578,7 +2487,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                         ),
                         __p_N,
                       ) {
-                        __ld51[__v]
+                        __ld47[__v]
                       } else {
                         <f32 as ::core::default::Default>::default()
                       },
@@ -2589,7 +2498,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                         ),
                         __p_N,
                       ) {
-                        __ld58[__v]
+                        __ld54[__v]
                       } else {
                         <f32 as ::core::default::Default>::default()
                       },

@@ -1131,7 +1131,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
       __red15,
     );
-    {
+    let (__lt16, __lc17): (bool, bool) = {
       let __start: i32 = (0i32);
       let __end: i32 = __p_n_cols;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1195,6 +1195,14 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
           (__ok, __ok && __e % 8usize == 0 && (__p0 as usize) % 16usize == 0)
         }
       };
+      (__lt16, __lc17)
+    };
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_n_cols;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        4096i64,
+      );
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))

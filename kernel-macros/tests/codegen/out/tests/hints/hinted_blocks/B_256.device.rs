@@ -50,7 +50,7 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
         );
       },
     );
-    {
+    let (__lt1, __lc2): (bool, bool) = {
       let __start: i32 = (0i32);
       let __end: i32 = __p_n;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -114,6 +114,14 @@ pub unsafe extern "ptx-kernel" fn hinted_blocks__B_256(
           (__ok, __ok && __e % 2usize == 0 && (__p0 as usize) % 8usize == 0)
         }
       };
+      (__lt1, __lc2)
+    };
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_n;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        256i64,
+      );
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
