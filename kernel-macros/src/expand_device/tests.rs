@@ -983,6 +983,16 @@ fn wgmma_loops_keep_their_extra_buffer_only_where_it_costs_no_resident_block() {
     assert_eq!(buffers(128, 3, Target::Sm80), 3);
     // BK = 64: 16 KiB a stage; five buffers already let two blocks share an SM.
     assert_eq!(buffers(64, 4, Target::Sm90a), 5);
+    // A K loop inside a loop over tiles (a persistent kernel, one program per SM) keeps all four.
+    let persistent = matmul(3, 128, "")
+        .replace("M: i32, N: i32, K: i32) {", "M: i32, N: i32, K: i32, tiles: i32) {\n for tile in range(program_id(0), tiles, num_programs(0)) {")
+        .replace("program_id(0) * BM", "tile * BM")
+        .replace("store(c_ptrs, c);", "store(c_ptrs, c); }");
+    let (_, inst) = expand("", &persistent);
+    let (k, vals, warps, stages) = &inst[0];
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm90a);
+    let nested: Vec<usize> = p.loops.values().filter_map(|s| if let Schedule::Pipelined(pp) = s { Some(pp.mem.stages) } else { None }).collect();
+    assert_eq!(nested, [4], "{p}");
     assert_eq!((plan::smem::blocks_per_sm(128 * 1024, 128), plan::smem::blocks_per_sm(96 * 1024, 128)), (1, 2));
     // Blocks of 8 warps may take every register of an SM, 2-warp blocks a quarter.
     assert_eq!((plan::smem::blocks_per_sm(1024, 256), plan::smem::blocks_per_sm(1024, 64)), (1, 4));
