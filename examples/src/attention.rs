@@ -23,9 +23,8 @@ use kernel_std::prelude::*;
 /// rows (any layout whose last dimension is contiguous, such as PyTorch's
 /// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first). Products and sums are rounded
 /// as written (`fp_fusion = false`; the scores' scaling is an explicit `fma`): contracting
-/// `l_i * alpha + p.sum(1)` takes the sm_90a 128x64 causal entry at head dimension 64 from 128
-/// to 133 registers, past two blocks of 8 warps per SM, and that case 1.2-1.3x slower
-/// (BENCHMARKS.md).
+/// `l_i * alpha + p.sum(1)` takes the sm_90a 128x64 causal entry at head dimension 64 past 128
+/// registers, where two blocks of 8 warps no longer share an SM (BENCHMARKS.md, session 39).
 #[kernel(HEAD_DIM = [64, 128], CAUSAL = [false, true], fp_fusion = false)]
 #[autotune(
     configs = [

@@ -117,7 +117,7 @@ fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, pl
 fn fitting_body<'a>(k: &'a Kernel, inst: &plan::Instance<'a>, target: Target) -> Result<Option<(DevicePlan<'a>, TokenStream, usize)>, plan::PlanError> {
     let mut stages = inst.num_stages;
     loop {
-        let at = plan::Instance { vals: inst.vals, num_warps: inst.num_warps, num_stages: stages, split: inst.split, maxnreg: inst.maxnreg };
+        let at = plan::Instance { num_stages: stages, ..*inst };
         let p = plan::plan(k, &at, target)?;
         if target == Target::Sm90a && !p.uses_wgmma() {
             return Ok(None);

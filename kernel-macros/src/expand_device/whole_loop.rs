@@ -31,7 +31,7 @@ const MAX_LOOP_TEST_CHUNKS: usize = 2;
 pub(super) struct LoopTest {
     var: LocalId,
     code: TokenStream,
-    flags: Vec<Ident>,
+    flags: [Ident; 2],
     key: Option<String>,
 }
 
@@ -39,7 +39,7 @@ pub(super) struct LoopTest {
 /// with what it computed: its code with the loop variable renamed, and the loop's bounds.
 pub(super) struct SharedTest {
     key: String,
-    flags: (Ident, Ident),
+    flags: [Ident; 2],
 }
 
 impl DevGen<'_> {
@@ -105,18 +105,18 @@ impl DevGen<'_> {
         };
         let fixed = [ptr, start, end].into_iter().chain(bounds.iter().flat_map(|(a, b, _)| [*a, *b])).all(|e| self.fixed(e, lv));
         let key = fixed.then(|| format!("{} | {} | {}", k.expr_text(start), k.expr_text(end), renamed(value.clone(), &id, &format_ident!("__loop_var"))));
-        if let Some((test, clean)) = key.as_ref().and_then(|key| self.shared_test(lv, key)) {
+        if let Some([test, clean]) = key.as_ref().and_then(|key| self.shared_test(lv, key)) {
             return Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)), looped: Some(lv) });
         }
         let (test, clean) = (self.fresh("lt"), self.fresh("lc"));
         let code = quote!(let (#test, #clean): (bool, bool) = #value;);
-        self.loop_tests.push(LoopTest { var: lv, code, flags: vec![test.clone(), clean.clone()], key });
+        self.loop_tests.push(LoopTest { var: lv, code, flags: [test.clone(), clean.clone()], key });
         Some(WholeTest { test: quote!(#test), clean: Some(quote!(#clean)), looped: Some(lv) })
     }
 
     /// The flags of an earlier loop's test with `key`, computed before that loop in the
     /// statement sequence loop `lv` is part of or in one around it.
-    fn shared_test(&self, lv: LocalId, key: &str) -> Option<(Ident, Ident)> {
+    fn shared_test(&self, lv: LocalId, key: &str) -> Option<[Ident; 2]> {
         let frame = *self.loop_frames.get(&lv)?;
         self.test_frames.get(..=frame)?.iter().flatten().find(|t| t.key == key).map(|t| t.flags.clone())
     }
@@ -197,7 +197,7 @@ impl DevGen<'_> {
     pub(super) fn combine_loop_tests(&mut self, var: LocalId, tests: &[TokenStream], cleans: &[TokenStream]) -> (TokenStream, TokenStream) {
         let (t, c) = (self.fresh("lt"), self.fresh("lc"));
         let code = quote!(let (#t, #c): (bool, bool) = (true #(&& #tests)*, true #(&& #cleans)*););
-        self.loop_tests.push(LoopTest { var, code, flags: vec![t.clone(), c.clone()], key: None });
+        self.loop_tests.push(LoopTest { var, code, flags: [t.clone(), c.clone()], key: None });
         (quote!(#t), quote!(#c))
     }
 
@@ -215,8 +215,8 @@ impl DevGen<'_> {
         }
         if let Some(frame) = self.loop_frames.get(&var).and_then(|f| self.test_frames.get_mut(*f)) {
             for lt in &mine {
-                if let (Some(key), [test, clean]) = (&lt.key, lt.flags.as_slice()) {
-                    frame.push(SharedTest { key: key.clone(), flags: (test.clone(), clean.clone()) });
+                if let Some(key) = &lt.key {
+                    frame.push(SharedTest { key: key.clone(), flags: lt.flags.clone() });
                 }
             }
         }
