@@ -316,6 +316,12 @@ mod tests {
         let err = |s: &str| KernelAttr::parse(s.parse().expect("tokens")).expect_err(s).to_string();
         assert_eq!(err("B = [16], B = [32]"), "`B` is given twice: list all its values once, like `B = [a, b]`");
         assert_eq!(err("num_warps = 4, num_warps = 8"), "`num_warps` is given twice: give it once");
+        assert_eq!(err("fp_fusion = false, fp_fusion = true"), "`fp_fusion` is given twice: give it once");
+        assert_eq!(
+            err("fp_fusion = 1"),
+            "`fp_fusion` takes `true` or `false`: `#[kernel(fp_fusion = false)]` rounds every product on its own instead of contracting `a * b + c` into one `fma`"
+        );
+        assert_eq!(KernelAttr::parse("fp_fusion = false".parse().expect("tokens")).expect("valid").fp_fusion, Some(false));
         assert_eq!(err("B = [1 << 4]"), "meta-parameter values are integer literals, not expressions: write the number");
     }
 }
