@@ -1401,6 +1401,94 @@ pub unsafe fn cp_async_pieces<const BYTES: usize>(saddr: u32, gptr: *const u8) -
     true
 }
 
+/// Copies `BYTES` (8 or 16; for 4-byte elements any multiple of 8) contiguous bytes of `ELEM`-byte
+/// elements (1, 2 or 4) from global to shared memory: by `cp.async` in pieces where `gptr` is
+/// 4-byte aligned ([`cp_async_pieces`]); else, where it is `ELEM`-aligned (a row whose length in
+/// bytes is not a multiple of 4), through registers: the elements are read with the widest
+/// loads their alignment allows, all issued before the one `st.shared` of the chunk, so that
+/// the chunk waits for global memory once. `saddr` is `BYTES`-aligned. Returns `false`,
+/// copying nothing, when `gptr` is not `ELEM`-aligned.
+#[inline(always)]
+pub unsafe fn copy_chunk<const BYTES: usize, const ELEM: usize>(saddr: u32, gptr: *const u8) -> bool {
+    const { assert!((ELEM == 4 || BYTES == 8 || BYTES == 16) && (ELEM == 1 || ELEM == 2 || ELEM == 4)) };
+    unsafe {
+        if cp_async_pieces::<BYTES>(saddr, gptr) {
+            return true;
+        }
+        if ELEM == 4 || (gptr as usize) % ELEM != 0 {
+            return false;
+        }
+        if ELEM == 2 && BYTES == 16 {
+            store_chunk_halves(saddr, load_chunk_halves(gptr));
+            return true;
+        }
+        let mut w = [0u32; 4];
+        let mut i = 0;
+        while i < BYTES {
+            w[i / 4] |= (core::ptr::read(gptr.add(i)) as u32) << (8 * (i % 4));
+            i += 1;
+        }
+        if BYTES == 16 {
+            store_shared_v4(saddr, w);
+        } else {
+            asm!("st.shared.v2.u32 [{addr}], {{{a}, {b}}};", addr = in(reg32) saddr, a = in(reg32) w[0], b = in(reg32) w[1], options(nostack));
+        }
+    }
+    true
+}
+
+/// The 16 bytes at `gptr` (2 bytes past a multiple of 4) as read for [`store_chunk_halves`]: the
+/// first 2 bytes, three 4-byte words, the last 2 bytes (each zero-extended). Only loads: what
+/// uses the values waits for them, so that several chunks' loads can be in flight at once.
+///
+/// # Safety
+/// `gptr` must be 2 bytes past a multiple of 4, with 16 readable bytes.
+#[inline(always)]
+pub unsafe fn load_chunk_halves(gptr: *const u8) -> [u32; 5] {
+    unsafe {
+        [
+            core::ptr::read(gptr as *const u16) as u32,
+            core::ptr::read(gptr.add(2) as *const u32),
+            core::ptr::read(gptr.add(6) as *const u32),
+            core::ptr::read(gptr.add(10) as *const u32),
+            core::ptr::read(gptr.add(14) as *const u16) as u32,
+        ]
+    }
+}
+
+/// Stores the 16 bytes read by [`load_chunk_halves`] at shared address `saddr` (16-byte
+/// aligned) in one `st.shared.v4`. The halves are put together inside the same `asm` block, so
+/// that the compiler cannot move that work (which waits for the loads) next to the loads.
+#[inline(always)]
+pub fn store_chunk_halves(saddr: u32, h: [u32; 5]) {
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .b32 %w<4>;",
+            "prmt.b32 %w0, {h0}, {h1}, 0x5410;",
+            "prmt.b32 %w1, {h1}, {h2}, 0x5432;",
+            "prmt.b32 %w2, {h2}, {h3}, 0x5432;",
+            "prmt.b32 %w3, {h3}, {h4}, 0x5432;",
+            "st.shared.v4.b32 [{addr}], {{%w0, %w1, %w2, %w3}};",
+            "}}",
+            addr = in(reg32) saddr, h0 = in(reg32) h[0], h1 = in(reg32) h[1], h2 = in(reg32) h[2], h3 = in(reg32) h[3], h4 = in(reg32) h[4],
+            options(nostack),
+        )
+    };
+}
+
+/// `st.shared.v4.u32` of `w` at shared address `saddr` (16-byte aligned).
+#[inline(always)]
+fn store_shared_v4(saddr: u32, w: [u32; 4]) {
+    unsafe {
+        asm!(
+            "st.shared.v4.u32 [{addr}], {{{a}, {b}, {c}, {d}}};",
+            addr = in(reg32) saddr, a = in(reg32) w[0], b = in(reg32) w[1], c = in(reg32) w[2], d = in(reg32) w[3],
+            options(nostack),
+        )
+    };
+}
+
 /// Widens, in shared memory, the 8-byte chunk of 8-bit values of type `T` at `from` into eight
 /// f16 values at `to` (16-byte aligned): `ld.shared.v2`, the conversions, `st.shared.v4`.
 #[inline(always)]

@@ -312,9 +312,10 @@ impl DevGen<'_> {
     /// Copies a `dot` operand of `numel` elements (rows of `inner`) into shared memory at `off`
     /// as 16-bit values (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded
     /// from global memory moves in chunks of 8 elements: when the chunk's 8 addresses are
-    /// contiguous, unmasked and at least 4-byte aligned (checked at run time), `cp.async` in
-    /// one 16-byte copy or in 8- or 4-byte pieces, as the address allows (for a widened
-    /// operand, see [`DevGen::widened_chunks`]); otherwise element by element.
+    /// contiguous, unmasked and inside the buffer (checked at run time), `cp.async` in one
+    /// 16-byte copy or in 8- or 4-byte pieces, as the address allows, or through registers at an
+    /// address aligned only to the element (`copy_chunk`; for a widened operand, see
+    /// [`DevGen::widened_chunks`]); otherwise element by element.
     pub(super) fn stage_rows(&mut self, x: ExprId, tile: Tile, off: &TokenStream, cold: bool) -> TokenStream {
         let d = &self.p.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
@@ -386,7 +387,7 @@ impl DevGen<'_> {
                     let __all = #(#masks)&*;
                     // 16 bytes in one `cp.async`, or in pieces of 8 or 4 bytes where the
                     // chunk is only that aligned.
-                    if !(__all #(&& #contiguous)* && #fits && #d::cp_async_pieces::<16>(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8)) {
+                    if !(__all #(&& #contiguous)* && #fits && #d::copy_chunk::<16, 2>(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8)) {
                         #(#scalar)*
                     }
                 }
@@ -456,7 +457,7 @@ impl DevGen<'_> {
                     let __p0 = #p0;
                     let __p7 = #p7;
                     let __s0: usize = #s0;
-                    if !(#(#masks)&* && (__p7 as usize) == (__p0 as usize) + 14 && #fits && #d::cp_async_pieces::<16>(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8)) {
+                    if !(#(#masks)&* && (__p7 as usize) == (__p0 as usize) + 14 && #fits && #d::copy_chunk::<16, 2>(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8)) {
                         #(#scalar)*
                     }
                 }

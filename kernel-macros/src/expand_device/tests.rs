@@ -121,6 +121,25 @@ fn stages_shrink_to_fit_shared_memory() {
     assert_eq!(shared_bytes(&out), 131072 + 16);
 }
 
+/// A K loop's chunks of rows aligned only to 2 bytes go through registers: where the
+/// accumulators leave room, every chunk of a thread is read before any is stored (`__halves`),
+/// else each chunk is read and stored in turn (`copy_chunk`); 4-byte-aligned chunks keep their
+/// `cp.async` pieces either way.
+#[test]
+fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
+    // 64x64 on 4 warps: 32 accumulator slots and 4 chunks per operand a thread.
+    let (small, _) = expand("", &matmul(3, 64, ""));
+    assert!(small.contains("let mut __half : [[u32 ; 5] ; 4usize]"), "{small}");
+    assert!(small.contains(":: load_chunk_halves (__g as * const u8)"));
+    assert!(small.contains(":: store_chunk_halves ("));
+    assert!(small.contains(":: cp_async_pieces :: < 16 > ("));
+    assert!(!small.contains(":: copy_chunk :: <"));
+    // 128x128 on 4 warps: 128 slots, no room for 5 registers a chunk beside them.
+    let (large, _) = expand("", &matmul(3, 64, "").replace("BM = 64, BN = 64", "BM = 128, BN = 128"));
+    assert!(!large.contains("load_chunk_halves"));
+    assert!(large.contains(":: copy_chunk :: < 16 , 2 > ("));
+}
+
 #[test]
 fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
     for inner in [16usize, 32, 64, 128, 256] {

@@ -100,8 +100,10 @@ fn every_autotune_config_is_correct() {
 }
 
 /// Every config on operands whose rows start at odd element offsets: no 16-byte copy and no
-/// paired store may be taken, so the element-by-element paths of the pipelined K loop and of
-/// the epilogue run (on the GPU), across several K iterations. Then the same shapes aligned.
+/// paired store may be taken, so the K loop's chunks of rows aligned only to 2 bytes go through
+/// registers (read ahead of their stores where the accumulators leave room, else one chunk at
+/// a time), its masked chunks and the epilogue element by element (on the GPU), across several
+/// K iterations. Then the same shapes aligned.
 #[test]
 fn every_autotune_config_on_misaligned_and_aligned_views() {
     let dev = tests::test_device();

@@ -1,7 +1,8 @@
 //! The quantized matmuls of `examples::matmul_8bit`: f8e4m3 with a scale and an f16 result
 //! against a float64 reference (only the final rounding to f16 differs), i8 with exact i32
-//! sums; every config, ragged shapes, B row-major and as the transposed view of an (N, K)
-//! matrix (cuBLASLt's fp8 layout), and the wrappers' typed errors.
+//! sums; every config, ragged shapes (rows of an odd number of bytes among them), B row-major
+//! and as the transposed view of an (N, K) matrix (cuBLASLt's fp8 layout), and the wrappers'
+//! typed errors.
 
 use examples::matmul::MatmulError;
 use examples::matmul_8bit::{matmul_fp8_into, matmul_fp8_kernel, matmul_i8_into, matmul_i8_kernel};
@@ -26,7 +27,7 @@ fn ref_f64(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
 #[test]
 fn fp8_every_config_both_layouts() {
     let dev = test_device();
-    for (m, n, k) in [(70, 90, 150), (128, 256, 128), (200, 136, 72)] {
+    for (m, n, k) in [(70, 90, 150), (128, 256, 128), (200, 136, 72), (66, 91, 75)] {
         for tb in [false, true] {
             let a = operand(&dev, m, k, false, |i| f8e4m3::from_f32((spread(i, 1) % 1000) as f32 / 100.0 - 5.0));
             let b = operand(&dev, k, n, tb, |i| f8e4m3::from_f32((spread(i, 2) % 1000) as f32 / 250.0 - 2.0));
@@ -58,7 +59,7 @@ fn fp8_every_config_both_layouts() {
 #[test]
 fn i8_every_config_both_layouts_exact() {
     let dev = test_device();
-    for (m, n, k) in [(70, 90, 150), (128, 256, 1100), (200, 136, 72)] {
+    for (m, n, k) in [(70, 90, 150), (128, 256, 1100), (200, 136, 72), (66, 91, 75)] {
         for tb in [false, true] {
             let a = operand(&dev, m, k, false, |i| spread(i, 3) as i8);
             let b = operand(&dev, k, n, tb, |i| spread(i, 4) as i8);

@@ -29,7 +29,13 @@ pub(super) struct OperandCode {
     pub(super) maps: Vec<TmaDesc>,
 }
 
+/// The most accumulator slots plus registers for chunks read ahead (5 a chunk) with which a
+/// thread reads all of its chunks of 2-byte-aligned rows before storing them (see
+/// [`DevGen::chunk_copies`]); beyond it each chunk is read and stored in turn.
+const HALVES_REGS: usize = 128;
+
 /// What the parts of one operand's code share (see `DevGen::pipe_operand`).
+
 struct OpCx<'o> {
     oi: usize,
     op: &'o PipeOp,
@@ -404,8 +410,10 @@ impl<'a> DevGen<'a> {
     /// The copies of this thread's chunks (base pointers `ptr`), each when `test` holds: with
     /// `pieces` (the checked copies, whose `test` leaves out the alignment), `cp.async` in the
     /// widest pieces the address allows (16, 8 or 4 bytes: rows whose length in bytes is not a
-    /// multiple of 16 still bypass the registers; a chunk that is not contiguous has an address
-    /// no piece accepts), else one `cp.async` of the whole chunk (16 bytes, 8 for a widened
+    /// multiple of 16 still bypass the registers), or, at an address aligned only to its
+    /// elements (rows of an odd number of 2-byte elements), through registers with all of the
+    /// chunk's loads in flight together (`copy_chunk`; a chunk that is not contiguous has an
+    /// address no copy accepts), else one `cp.async` of the whole chunk (16 bytes, 8 for a widened
     /// operand). `__f0` and the shared offset are recomputed per iteration (a few integer
     /// operations) rather than hoisted out of the loop into registers, except where `so` says
     /// otherwise: the chunk's offset in its stage, computed from `__f0`, or read from the
@@ -415,13 +423,20 @@ impl<'a> DevGen<'a> {
     /// operand instead of once per chunk. (A thread with one chunk keeps it in place.)
     fn chunk_copies(&self, oc: &OpCx<'_>, ptr: &ChunkPtr<'_>, (so, so_regs): (&TokenStream, Option<&Ident>), test: &TokenStream, pieces: bool, scalar: &TokenStream) -> TokenStream {
         let (d, e, off, threads, per_thread) = (&self.p.d, &oc.e, &oc.off, oc.threads, oc.per_thread);
-        let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * oc.size);
+        let (chunk_bytes, size) = (proc_macro2::Literal::usize_unsuffixed(8 * oc.size), proc_macro2::Literal::usize_unsuffixed(oc.size));
         let copy = if oc.widen {
             quote!(#d::cp_async_8(#d::smem_addr() + __so as u32, __g as *const u8);)
         } else {
             quote!(#d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);)
         };
         let deferred = (2..=64).contains(&per_thread);
+        // Rows of 2-byte elements aligned only to 2 bytes: with registers to spare (5 a chunk
+        // beside the accumulators), every chunk's loads are issued before any is stored.
+        let acc_slots = match oc.layout {
+            Layout::Mma { tm, tn, .. } => tm * tn * 4,
+            _ => usize::MAX,
+        };
+        let halves = pieces && oc.size == 2 && !oc.widen && per_thread <= 32 && acc_slots.saturating_add(5 * per_thread) <= HALVES_REGS;
         let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
         let chunks = (0..per_thread).map(|jc| {
             let (cp, so_jc) = (ptr(jc), so_regs.map_or_else(|| so.clone(), |r| quote!(#r[#jc] as usize)));
@@ -433,9 +448,22 @@ impl<'a> DevGen<'a> {
                     #scalar
                 }
             };
-            let attempt = if pieces {
+            let attempt = if pieces && halves {
                 quote! {
-                    if !(#test && #d::cp_async_pieces::<#chunk_bytes>(#d::smem_addr() + __so as u32, __g as *const u8)) {
+                    if !(#test && (#d::cp_async_pieces::<16>(#d::smem_addr() + __so as u32, __g as *const u8) || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                            __half[#jc] = #d::load_chunk_halves(__g as *const u8);
+                            __halves |= 1u32 << #jc;
+                        }
+                        __h
+                    })) {
+                        #slow
+                    }
+                }
+            } else if pieces {
+                quote! {
+                    if !(#test && #d::copy_chunk::<#chunk_bytes, #size>(#d::smem_addr() + __so as u32, __g as *const u8)) {
                         #slow
                     }
                 }
@@ -458,12 +486,38 @@ impl<'a> DevGen<'a> {
                 },
             )
         });
+        // Chunks read into registers, stored once every chunk's loads were issued.
+        let (halves_decl, halves_store) = if halves {
+            let stores = (0..per_thread).map(|jc| {
+                let so_jc = so_regs.map_or_else(|| so.clone(), |r| quote!(#r[#jc] as usize));
+                oc.guard(
+                    jc,
+                    quote! {
+                        if __halves & (1u32 << #jc) != 0 {
+                            let __f0: usize = #d::opaque_usize(__c * 8);
+                            #d::store_chunk_halves(#d::smem_addr() + (__dst + #so_jc) as u32, __half[#jc]);
+                        }
+                    },
+                )
+            });
+            (
+                quote! {
+                    let mut __half: [[u32; 5]; #per_thread] = [[0u32; 5]; #per_thread];
+                    let mut __halves: u32 = 0;
+                },
+                quote!(#(#stores)*),
+            )
+        } else {
+            (quote!(), quote!())
+        };
         if !deferred {
-            return quote!(#(#chunks)*);
+            return quote!(#halves_decl #(#chunks)* #halves_store);
         }
         quote! {
             let mut __slow: #mark_t = 0;
+            #halves_decl
             #(#chunks)*
+            #halves_store
             while __slow != 0 {
                 let __c: usize = (__slow.trailing_zeros() as usize) * #threads + __tid;
                 __slow &= __slow - 1;

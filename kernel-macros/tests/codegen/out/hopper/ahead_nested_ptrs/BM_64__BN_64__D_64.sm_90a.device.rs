@@ -2073,8 +2073,9 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((8192usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2729,8 +2730,9 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -4040,8 +4042,9 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize
@@ -4729,8 +4732,9 @@ pub unsafe extern "ptx-kernel" fn ahead_nested_ptrs__BM_64__BN_64__D_64(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize

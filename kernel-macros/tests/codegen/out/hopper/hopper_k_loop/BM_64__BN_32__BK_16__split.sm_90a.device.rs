@@ -3195,6 +3195,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 3072usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3267,12 +3269,22 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3371,10 +3383,33 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   }
                   {
                     let __off1: i64 = b_ptrs_4_off + __it * __st4;
                     let __dst: usize = 2048usize + __buf * 3072usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       if __c < 64usize {
@@ -3433,12 +3468,22 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               __len_b_ptr,
                               8usize,
                             ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
+                          && (::kernel_std::__private::device::cp_async_pieces::<
                             16,
                           >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          ))
+                          )
+                            || {
+                              let __h = (__g as usize) % 2 == 0;
+                              if __h {
+                                __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                  __g as *const u8,
+                                );
+                                __halves |= 1u32 << 0usize;
+                              }
+                              __h
+                            }))
                         {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
@@ -3535,6 +3580,29 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               ::core::line!(),
                             );
                           }
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __c < 64usize {
+                        if __halves & (1u32 << 0usize) != 0 {
+                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                            __c * 8,
+                          );
+                          ::kernel_std::__private::device::store_chunk_halves(
+                            ::kernel_std::__private::device::smem_addr()
+                              + (__dst
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 32usize;
+                                    __r * 32usize
+                                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2) as u32,
+                            __half[0usize],
+                          );
                         }
                       }
                     }
@@ -3576,6 +3644,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 3072usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3648,12 +3718,22 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3752,10 +3832,33 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   }
                   {
                     let __off1: i64 = b_ptrs_4_off + __it * __st4;
                     let __dst: usize = 2048usize + __buf * 3072usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       if __c < 64usize {
@@ -3814,12 +3917,22 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               __len_b_ptr,
                               8usize,
                             ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
+                          && (::kernel_std::__private::device::cp_async_pieces::<
                             16,
                           >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          ))
+                          )
+                            || {
+                              let __h = (__g as usize) % 2 == 0;
+                              if __h {
+                                __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                  __g as *const u8,
+                                );
+                                __halves |= 1u32 << 0usize;
+                              }
+                              __h
+                            }))
                         {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
@@ -3916,6 +4029,29 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               ::core::line!(),
                             );
                           }
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __c < 64usize {
+                        if __halves & (1u32 << 0usize) != 0 {
+                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                            __c * 8,
+                          );
+                          ::kernel_std::__private::device::store_chunk_halves(
+                            ::kernel_std::__private::device::smem_addr()
+                              + (__dst
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 32usize;
+                                    __r * 32usize
+                                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2) as u32,
+                            __half[0usize],
+                          );
                         }
                       }
                     }

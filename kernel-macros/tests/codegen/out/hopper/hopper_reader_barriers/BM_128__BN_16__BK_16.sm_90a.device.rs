@@ -2725,6 +2725,8 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 5120usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2797,12 +2799,22 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -2901,10 +2913,33 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   }
                   {
                     let __off1: i64 = b_ptrs_4_off + __it * __st4;
                     let __dst: usize = 4096usize + __buf * 5120usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       if __c < 32usize {
@@ -2963,12 +2998,22 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               __len_b_ptr,
                               8usize,
                             ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
+                          && (::kernel_std::__private::device::cp_async_pieces::<
                             16,
                           >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          ))
+                          )
+                            || {
+                              let __h = (__g as usize) % 2 == 0;
+                              if __h {
+                                __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                  __g as *const u8,
+                                );
+                                __halves |= 1u32 << 0usize;
+                              }
+                              __h
+                            }))
                         {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
@@ -3065,6 +3110,29 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               ::core::line!(),
                             );
                           }
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        if __halves & (1u32 << 0usize) != 0 {
+                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                            __c * 8,
+                          );
+                          ::kernel_std::__private::device::store_chunk_halves(
+                            ::kernel_std::__private::device::smem_addr()
+                              + (__dst
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 16usize;
+                                    __r * 16usize
+                                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2) as u32,
+                            __half[0usize],
+                          );
                         }
                       }
                     }
@@ -3106,6 +3174,8 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 5120usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3178,12 +3248,22 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3282,10 +3362,33 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   }
                   {
                     let __off1: i64 = b_ptrs_4_off + __it * __st4;
                     let __dst: usize = 4096usize + __buf * 5120usize;
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       if __c < 32usize {
@@ -3344,12 +3447,22 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               __len_b_ptr,
                               8usize,
                             ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
+                          && (::kernel_std::__private::device::cp_async_pieces::<
                             16,
                           >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          ))
+                          )
+                            || {
+                              let __h = (__g as usize) % 2 == 0;
+                              if __h {
+                                __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                  __g as *const u8,
+                                );
+                                __halves |= 1u32 << 0usize;
+                              }
+                              __h
+                            }))
                         {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
@@ -3446,6 +3559,29 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               ::core::line!(),
                             );
                           }
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        if __halves & (1u32 << 0usize) != 0 {
+                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                            __c * 8,
+                          );
+                          ::kernel_std::__private::device::store_chunk_halves(
+                            ::kernel_std::__private::device::smem_addr()
+                              + (__dst
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 16usize;
+                                    __r * 16usize
+                                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2) as u32,
+                            __half[0usize],
+                          );
                         }
                       }
                     }

@@ -3155,6 +3155,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1536usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3227,12 +3229,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -3331,12 +3343,35 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   if __cols1 {
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3529,12 +3564,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -3731,14 +3776,66 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 32usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -3859,6 +3956,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     }
                   } else {
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3916,12 +4015,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -3983,14 +4092,66 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 32usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -4130,6 +4291,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1536usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4202,12 +4365,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -4306,12 +4479,35 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   if __cols1 {
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4504,12 +4700,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -4706,14 +4912,66 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 32usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -4834,6 +5092,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     }
                   } else {
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4891,12 +5151,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -4958,14 +5228,66 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 32usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -6082,6 +6404,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1536usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6154,12 +6478,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -6258,11 +6592,34 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   let mut __slow: u32 = 0;
+                  let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6320,12 +6677,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       __slow |= (1 as u32) << 0usize;
                     }
@@ -6387,14 +6754,66 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 1usize;
+                          }
+                          __h
+                        }))
                     {
                       __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    if __halves & (1u32 << 1usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[1usize],
+                      );
                     }
                   }
                   while __slow != 0 {
@@ -6533,6 +6952,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1536usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6605,12 +7026,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -6709,11 +7140,34 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   let mut __slow: u32 = 0;
+                  let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6771,12 +7225,22 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       __slow |= (1 as u32) << 0usize;
                     }
@@ -6838,14 +7302,66 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 1usize;
+                          }
+                          __h
+                        }))
                     {
                       __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    if __halves & (1u32 << 1usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[1usize],
+                      );
                     }
                   }
                   while __slow != 0 {

@@ -1542,8 +1542,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __len_a_ptr,
                       8usize,
                     ))
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -1616,8 +1617,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __len_a_ptr,
                       8usize,
                     ))
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -1770,8 +1772,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __len_b_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -1816,8 +1819,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __len_b_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -2114,8 +2118,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __len_a_ptr,
                       8usize,
                     ))
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -2188,8 +2193,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                       __len_a_ptr,
                       8usize,
                     ))
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -2342,8 +2348,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __len_b_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,
@@ -2388,8 +2395,9 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     __len_b_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     8,
+                    1,
                   >(
                     ::kernel_std::__private::device::smem_addr() + __so as u32,
                     __g as *const u8,

@@ -428,8 +428,9 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                 __len_a_ptr,
                 8usize,
               )
-              && ::kernel_std::__private::device::cp_async_pieces::<
+              && ::kernel_std::__private::device::copy_chunk::<
                 16,
+                2,
               >(
                 ::kernel_std::__private::device::smem_addr()
                   + (0usize + __s0 * 2) as u32,
@@ -1387,8 +1388,9 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                 __len_b_ptr,
                 8usize,
               )
-              && ::kernel_std::__private::device::cp_async_pieces::<
+              && ::kernel_std::__private::device::copy_chunk::<
                 16,
+                2,
               >(
                 ::kernel_std::__private::device::smem_addr()
                   + (512usize + __s0 * 2) as u32,

@@ -2237,6 +2237,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2309,12 +2311,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -2413,11 +2425,34 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
                   if __cols1 {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2610,12 +2645,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -2717,7 +2762,30 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   } else {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2775,12 +2843,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -2877,6 +2955,27 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                             ::core::line!(),
                           );
                         }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
                       }
                     }
                   }
@@ -2903,6 +3002,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2975,12 +3076,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -3079,11 +3190,34 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
                   if __cols1 {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3276,12 +3410,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3383,7 +3527,30 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   } else {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3441,12 +3608,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3543,6 +3720,27 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                             ::core::line!(),
                           );
                         }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
                       }
                     }
                   }
@@ -4412,6 +4610,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4484,12 +4684,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -4588,10 +4798,33 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4649,12 +4882,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -4751,6 +4994,27 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }
@@ -4776,6 +5040,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4848,12 +5114,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -4952,10 +5228,33 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5013,12 +5312,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -5115,6 +5424,27 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c0(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }

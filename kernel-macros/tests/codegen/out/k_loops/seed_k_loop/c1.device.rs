@@ -1696,6 +1696,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               {
                 let __off0: i64 = a_ptrs_3_off + __it * __st3;
                 let __dst: usize = 0usize + __buf * 1024usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 32usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -1768,12 +1770,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     let __sp = __smem.add(__so)
                       as *mut ::kernel_std::__private::device::F16;
@@ -1872,11 +1884,34 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                     }
                   }
                 }
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
               }
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1024usize;
                 if __cols1 {
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2069,12 +2104,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -2176,7 +2221,30 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 } else {
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2234,12 +2302,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -2336,6 +2414,27 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }
@@ -2925,6 +3024,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               {
                 let __off0: i64 = a_ptrs_3_off + __it * __st3;
                 let __dst: usize = 0usize + __buf * 1024usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 32usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2997,12 +3098,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     let __sp = __smem.add(__so)
                       as *mut ::kernel_std::__private::device::F16;
@@ -3101,10 +3212,33 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                     }
                   }
                 }
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
               }
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1024usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 32usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3162,12 +3296,22 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     let __sp = __smem.add(__so)
                       as *mut ::kernel_std::__private::device::F16;
@@ -3264,6 +3408,27 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         ::core::line!(),
                       );
                     }
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
                   }
                 }
               }

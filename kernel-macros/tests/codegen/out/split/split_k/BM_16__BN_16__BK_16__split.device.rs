@@ -2293,6 +2293,8 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2365,12 +2367,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -2469,11 +2481,34 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
                   if __cols1 {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2666,12 +2701,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -2773,7 +2818,30 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   } else {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2831,12 +2899,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -2933,6 +3011,27 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             ::core::line!(),
                           );
                         }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
                       }
                     }
                   }
@@ -2959,6 +3058,8 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3031,12 +3132,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -3135,11 +3246,34 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
                   if __cols1 {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3332,12 +3466,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3439,7 +3583,30 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         }
                       }
                     }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
                   } else {
+                    let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3497,12 +3664,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
@@ -3599,6 +3776,27 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             ::core::line!(),
                           );
                         }
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
                       }
                     }
                   }
@@ -4468,6 +4666,8 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4540,12 +4740,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -4644,10 +4854,33 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4705,12 +4938,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -4807,6 +5050,27 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }
@@ -4832,6 +5096,8 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 {
                   let __off0: i64 = a_ptrs_3_off + __it * __st3;
                   let __dst: usize = 0usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4904,12 +5170,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -5008,10 +5284,33 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       }
                     }
                   }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
                 }
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1024usize;
+                  let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5069,12 +5368,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
@@ -5171,6 +5480,27 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }

@@ -112,8 +112,9 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
             __len_a,
             8usize,
           )
-          && ::kernel_std::__private::device::cp_async_pieces::<
+          && ::kernel_std::__private::device::copy_chunk::<
             16,
+            2,
           >(
             ::kernel_std::__private::device::smem_addr()
               + (0usize + __s0 * 2) as u32,
@@ -552,8 +553,9 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
             __len_b,
             8usize,
           )
-          && ::kernel_std::__private::device::cp_async_pieces::<
+          && ::kernel_std::__private::device::copy_chunk::<
             16,
+            2,
           >(
             ::kernel_std::__private::device::smem_addr()
               + (4096usize + __s0 * 2) as u32,

@@ -108,8 +108,9 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
             __len_a,
             8usize,
           )
-          && ::kernel_std::__private::device::cp_async_pieces::<
+          && ::kernel_std::__private::device::copy_chunk::<
             16,
+            2,
           >(
             ::kernel_std::__private::device::smem_addr()
               + (0usize + __s0 * 2) as u32,
@@ -535,8 +536,9 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
             __len_b,
             8usize,
           )
-          && ::kernel_std::__private::device::cp_async_pieces::<
+          && ::kernel_std::__private::device::copy_chunk::<
             16,
+            2,
           >(
             ::kernel_std::__private::device::smem_addr()
               + (2048usize + __s0 * 2) as u32,

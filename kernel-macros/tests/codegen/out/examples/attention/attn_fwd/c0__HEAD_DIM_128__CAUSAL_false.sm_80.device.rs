@@ -878,8 +878,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -1541,8 +1542,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2143,8 +2145,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((32768usize
@@ -2839,8 +2842,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((49152usize

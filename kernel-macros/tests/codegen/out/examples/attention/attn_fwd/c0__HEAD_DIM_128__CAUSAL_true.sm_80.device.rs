@@ -860,8 +860,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -1524,8 +1525,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2063,8 +2065,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2541,8 +2544,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((32768usize
@@ -3113,8 +3117,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((49152usize
@@ -4173,8 +4178,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -4849,8 +4855,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -5512,8 +5519,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -6114,8 +6122,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((32768usize
@@ -6810,8 +6819,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((49152usize

@@ -876,8 +876,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -1530,8 +1531,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2131,8 +2133,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -2818,8 +2821,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((24576usize

@@ -859,8 +859,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -1522,8 +1523,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2052,8 +2054,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2529,8 +2532,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -3092,8 +3096,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((24576usize
@@ -4151,8 +4156,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -4826,8 +4832,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -5480,8 +5487,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -6081,8 +6089,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -6768,8 +6777,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((24576usize

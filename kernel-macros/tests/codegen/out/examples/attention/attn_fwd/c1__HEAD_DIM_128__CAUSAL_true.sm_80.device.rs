@@ -858,8 +858,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -1522,8 +1523,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2061,8 +2063,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2539,8 +2542,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -3111,8 +3115,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((32768usize
@@ -4167,8 +4172,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -4843,8 +4849,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -5506,8 +5513,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -6108,8 +6116,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -6804,8 +6813,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((32768usize

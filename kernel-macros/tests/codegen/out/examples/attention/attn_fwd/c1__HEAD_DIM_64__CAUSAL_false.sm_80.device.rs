@@ -874,8 +874,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -1528,8 +1529,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2129,8 +2131,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((8192usize
@@ -2816,8 +2819,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize

@@ -865,8 +865,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -2493,8 +2494,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -3052,8 +3054,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -4153,8 +4156,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -4745,8 +4749,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((49152usize
@@ -5790,8 +5795,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -7823,8 +7829,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -8506,8 +8513,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -10573,8 +10581,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -11289,8 +11298,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((49152usize

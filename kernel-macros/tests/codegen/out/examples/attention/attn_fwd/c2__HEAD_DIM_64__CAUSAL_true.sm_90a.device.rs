@@ -862,8 +862,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -2463,8 +2464,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2995,8 +2997,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -4047,8 +4050,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -4612,8 +4616,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((24576usize
@@ -5630,8 +5635,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -7628,8 +7634,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -8284,8 +8291,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((24576usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -10266,8 +10274,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -10955,8 +10964,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((24576usize

@@ -2238,8 +2238,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2921,8 +2922,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -4980,8 +4982,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -5696,8 +5699,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize

@@ -863,8 +863,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -2491,8 +2492,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -3050,8 +3052,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -4147,8 +4150,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -4739,8 +4743,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -5780,8 +5785,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -7813,8 +7819,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -8496,8 +8503,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -10555,8 +10563,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -11271,8 +11280,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize

@@ -2200,8 +2200,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2856,8 +2857,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -4830,8 +4832,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize
@@ -5519,8 +5522,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize

@@ -860,8 +860,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -2461,8 +2462,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2993,8 +2995,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -4041,8 +4044,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize
@@ -4606,8 +4610,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -5620,8 +5625,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -7618,8 +7624,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -8274,8 +8281,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -10248,8 +10256,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize
@@ -10937,8 +10946,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c3__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize

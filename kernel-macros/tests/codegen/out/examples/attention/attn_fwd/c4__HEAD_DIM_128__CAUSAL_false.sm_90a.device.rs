@@ -2240,8 +2240,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 16384usize) + __s0 * 2)
@@ -2923,8 +2924,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((65536usize + ((__b) as usize) * 16384usize) + __s0 * 2)
@@ -5118,8 +5120,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -5834,8 +5837,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((65536usize

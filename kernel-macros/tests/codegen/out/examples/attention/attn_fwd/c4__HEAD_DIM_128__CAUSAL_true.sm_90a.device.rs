@@ -865,8 +865,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -2493,8 +2494,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 16384usize) + __s0 * 2)
@@ -3052,8 +3054,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((65536usize + ((__b) as usize) * 16384usize) + __s0 * 2)
@@ -4217,8 +4220,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -4809,8 +4813,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((65536usize
@@ -5918,8 +5923,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -7951,8 +7957,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 16384usize) + __s0 * 2)
@@ -8634,8 +8641,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((65536usize + ((__b) as usize) * 16384usize) + __s0 * 2)
@@ -10829,8 +10837,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -11545,8 +11554,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_128__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((65536usize

@@ -2202,8 +2202,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_false(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2858,8 +2859,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_false(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -4968,8 +4970,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_false(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -5657,8 +5660,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_false(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize

@@ -862,8 +862,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -2463,8 +2464,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2995,8 +2997,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -4111,8 +4114,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -4676,8 +4680,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize
@@ -5758,8 +5763,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -7756,8 +7762,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                         __len_k_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -8412,8 +8419,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                         __len_v_ptr,
                         8usize,
                       )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr()
                           + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -10522,8 +10530,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize
@@ -11211,8 +11220,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c4__HEAD_DIM_64__CAUSAL_true(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize

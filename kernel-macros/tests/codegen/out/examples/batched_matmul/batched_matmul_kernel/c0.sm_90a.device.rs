@@ -9415,8 +9415,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9497,8 +9498,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9579,8 +9581,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9661,8 +9664,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9852,8 +9856,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9922,8 +9927,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9992,8 +9998,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10062,8 +10069,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10132,8 +10140,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10202,8 +10211,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10272,8 +10282,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10342,8 +10353,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10600,8 +10612,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10682,8 +10695,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10764,8 +10778,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10846,8 +10861,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11037,8 +11053,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11107,8 +11124,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11177,8 +11195,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11247,8 +11266,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11317,8 +11337,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11387,8 +11408,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11457,8 +11479,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11527,8 +11550,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,

@@ -4368,6 +4368,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4440,12 +4442,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4522,12 +4534,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -4604,12 +4626,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -4686,14 +4718,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 256usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 256usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 256usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 256usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -4817,6 +4943,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4875,12 +5003,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4943,12 +5081,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5011,12 +5159,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5079,14 +5237,112 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 256usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 256usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 256usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 256usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -5230,6 +5486,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5302,12 +5560,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -5384,12 +5652,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5466,12 +5744,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5548,14 +5836,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 256usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 256usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 256usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 256usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -5679,6 +6061,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5737,12 +6121,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -5805,12 +6199,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5873,12 +6277,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5941,14 +6355,112 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 256usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 256usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 256usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 256usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {

@@ -7591,6 +7591,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     let __off0: i64 = a_ptrs_16_off + __it * __st16;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7663,12 +7665,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7745,12 +7757,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7827,12 +7849,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7909,14 +7941,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -8040,6 +8166,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     let __off1: i64 = b_ptrs_17_off + __it * __st17;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8100,12 +8228,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8170,12 +8308,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8240,12 +8388,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8310,14 +8468,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -8496,6 +8760,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     let __off0: i64 = a_ptrs_16_off + __it * __st16;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8568,12 +8834,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8650,12 +8926,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8732,12 +9018,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8814,14 +9110,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -8945,6 +9335,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     let __off1: i64 = b_ptrs_17_off + __it * __st17;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9005,12 +9397,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9075,12 +9477,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -9145,12 +9557,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -9215,14 +9637,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {

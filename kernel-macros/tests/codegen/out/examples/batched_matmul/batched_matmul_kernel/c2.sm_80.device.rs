@@ -6095,6 +6095,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6167,12 +6169,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -6249,12 +6261,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -6331,12 +6353,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -6413,14 +6445,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -6544,6 +6670,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6602,12 +6730,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -6670,12 +6808,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -6738,12 +6886,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -6806,12 +6964,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
                   }
@@ -6874,12 +7042,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 4usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 4usize;
                   }
@@ -6942,12 +7120,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 5usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 5usize;
                   }
@@ -7010,12 +7198,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 6usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 6usize;
                   }
@@ -7078,14 +7276,200 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 7usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 7usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 4usize * 128usize + __tid;
+                  if __halves & (1u32 << 4usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[4usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 5usize * 128usize + __tid;
+                  if __halves & (1u32 << 5usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[5usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 6usize * 128usize + __tid;
+                  if __halves & (1u32 << 6usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[6usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 7usize * 128usize + __tid;
+                  if __halves & (1u32 << 7usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[7usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -7229,6 +7613,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7301,12 +7687,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -7383,12 +7779,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -7465,12 +7871,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -7547,14 +7963,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -7678,6 +8188,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7736,12 +8248,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -7804,12 +8326,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -7872,12 +8404,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -7940,12 +8482,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
                   }
@@ -8008,12 +8560,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 4usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 4usize;
                   }
@@ -8076,12 +8638,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 5usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 5usize;
                   }
@@ -8144,12 +8716,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 6usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 6usize;
                   }
@@ -8212,14 +8794,200 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 7usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 7usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 4usize * 128usize + __tid;
+                  if __halves & (1u32 << 4usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[4usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 5usize * 128usize + __tid;
+                  if __halves & (1u32 << 5usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[5usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 6usize * 128usize + __tid;
+                  if __halves & (1u32 << 6usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[6usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 7usize * 128usize + __tid;
+                  if __halves & (1u32 << 7usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[7usize],
+                    );
                   }
                 }
                 while __slow != 0 {

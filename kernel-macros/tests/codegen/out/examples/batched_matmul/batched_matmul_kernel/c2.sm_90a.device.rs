@@ -9236,6 +9236,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     let __off0: i64 = a_ptrs_16_off + __it * __st16;
                     let __dst: usize = 0usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9308,12 +9310,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9390,12 +9402,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -9472,12 +9494,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -9554,14 +9586,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -9685,6 +9811,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     let __off1: i64 = b_ptrs_17_off + __it * __st17;
                     let __dst: usize = 8192usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9745,12 +9873,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9815,12 +9953,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -9885,12 +10033,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -9955,12 +10113,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
                       }
@@ -10025,12 +10193,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 4usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 4usize;
                       }
@@ -10095,12 +10273,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 5usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 5usize;
                       }
@@ -10165,12 +10353,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 6usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 6usize;
                       }
@@ -10235,14 +10433,216 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 7usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 7usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 4usize * 128usize + __tid;
+                      if __halves & (1u32 << 4usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[4usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 5usize * 128usize + __tid;
+                      if __halves & (1u32 << 5usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[5usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 6usize * 128usize + __tid;
+                      if __halves & (1u32 << 6usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[6usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 7usize * 128usize + __tid;
+                      if __halves & (1u32 << 7usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[7usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -10421,6 +10821,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     let __off0: i64 = a_ptrs_16_off + __it * __st16;
                     let __dst: usize = 0usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10493,12 +10895,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -10575,12 +10987,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -10657,12 +11079,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -10739,14 +11171,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -10870,6 +11396,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                     let __off1: i64 = b_ptrs_17_off + __it * __st17;
                     let __dst: usize = 8192usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10930,12 +11458,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -11000,12 +11538,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -11070,12 +11618,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -11140,12 +11698,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
                       }
@@ -11210,12 +11778,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 4usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 4usize;
                       }
@@ -11280,12 +11858,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 5usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 5usize;
                       }
@@ -11350,12 +11938,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 6usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 6usize;
                       }
@@ -11420,14 +12018,216 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 7usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 7usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 4usize * 128usize + __tid;
+                      if __halves & (1u32 << 4usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[4usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 5usize * 128usize + __tid;
+                      if __halves & (1u32 << 5usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[5usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 6usize * 128usize + __tid;
+                      if __halves & (1u32 << 6usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[6usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 7usize * 128usize + __tid;
+                      if __halves & (1u32 << 7usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[7usize],
+                        );
                       }
                     }
                     while __slow != 0 {

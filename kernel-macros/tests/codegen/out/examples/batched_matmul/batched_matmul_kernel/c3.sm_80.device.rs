@@ -4357,6 +4357,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4429,12 +4431,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4511,12 +4523,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -4593,12 +4615,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -4675,14 +4707,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -4806,6 +4932,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4863,12 +4991,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4930,12 +5068,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -4997,12 +5145,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5064,14 +5222,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -5214,6 +5466,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5286,12 +5540,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -5368,12 +5632,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5450,12 +5724,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5532,14 +5816,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -5663,6 +6041,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5720,12 +6100,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -5787,12 +6177,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5854,12 +6254,22 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 2usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5921,14 +6331,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 3usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  if __halves & (1u32 << 2usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[2usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  if __halves & (1u32 << 3usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[3usize],
+                    );
                   }
                 }
                 while __slow != 0 {

@@ -7522,6 +7522,8 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                     let __off0: i64 = a_ptrs_12_off + __it * __st12;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7594,12 +7596,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7676,12 +7688,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7758,12 +7780,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7840,14 +7872,108 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -7971,6 +8097,8 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                     let __off1: i64 = b_ptrs_13_off + __it * __st13;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8031,12 +8159,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8101,12 +8239,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8171,12 +8319,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8241,14 +8399,120 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -8427,6 +8691,8 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                     let __off0: i64 = a_ptrs_12_off + __it * __st12;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8499,12 +8765,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8581,12 +8857,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8663,12 +8949,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8745,14 +9041,108 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -8876,6 +9266,8 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                     let __off1: i64 = b_ptrs_13_off + __it * __st13;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8936,12 +9328,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9006,12 +9408,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -9076,12 +9488,22 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -9146,14 +9568,120 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __tf: usize = __f0;
+                                let __tr: usize = __tf / 128usize;
+                                let __tc: usize = __tf % 128usize;
+                                (__tc / 64usize) * 64usize * 64usize
+                                  + ({
+                                    let __r: usize = __tr;
+                                    __r * 64usize
+                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __tc % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {

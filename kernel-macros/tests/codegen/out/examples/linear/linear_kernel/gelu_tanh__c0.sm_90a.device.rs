@@ -9346,8 +9346,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9428,8 +9429,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9510,8 +9512,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9592,8 +9595,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9783,8 +9787,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9853,8 +9858,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9923,8 +9929,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9993,8 +10000,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10063,8 +10071,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10133,8 +10142,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10203,8 +10213,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10273,8 +10284,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10531,8 +10543,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10613,8 +10626,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10695,8 +10709,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10777,8 +10792,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10968,8 +10984,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11038,8 +11055,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11108,8 +11126,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11178,8 +11197,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11248,8 +11268,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11318,8 +11339,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11388,8 +11410,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11458,8 +11481,9 @@ pub unsafe extern "ptx-kernel" fn linear_kernel__gelu_tanh__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,

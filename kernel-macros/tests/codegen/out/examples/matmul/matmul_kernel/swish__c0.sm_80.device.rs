@@ -6147,8 +6147,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6229,8 +6230,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6311,8 +6313,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6393,8 +6396,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6582,8 +6586,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6650,8 +6655,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6718,8 +6724,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6786,8 +6793,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6854,8 +6862,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6922,8 +6931,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6990,8 +7000,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7058,8 +7069,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7281,8 +7293,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7363,8 +7376,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7445,8 +7459,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7527,8 +7542,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7716,8 +7732,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7784,8 +7801,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7852,8 +7870,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7920,8 +7939,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7988,8 +8008,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8056,8 +8077,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8124,8 +8146,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8192,8 +8215,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,

@@ -9342,8 +9342,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9424,8 +9425,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9506,8 +9508,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9588,8 +9591,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9779,8 +9783,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9849,8 +9854,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9919,8 +9925,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9989,8 +9996,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10059,8 +10067,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10129,8 +10138,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10199,8 +10209,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10269,8 +10280,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10527,8 +10539,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10609,8 +10622,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10691,8 +10705,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10773,8 +10788,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10964,8 +10980,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11034,8 +11051,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11104,8 +11122,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11174,8 +11193,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11244,8 +11264,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11314,8 +11335,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11384,8 +11406,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11454,8 +11477,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,

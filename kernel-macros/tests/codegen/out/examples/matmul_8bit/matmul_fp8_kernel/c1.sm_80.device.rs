@@ -6163,8 +6163,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6237,8 +6238,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6311,8 +6313,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6385,8 +6388,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6555,8 +6559,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6614,8 +6619,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6673,8 +6679,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6732,8 +6739,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6791,8 +6799,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6850,8 +6859,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6909,8 +6919,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6968,8 +6979,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7448,8 +7460,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7522,8 +7535,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7596,8 +7610,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7670,8 +7685,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7840,8 +7856,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7899,8 +7916,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7958,8 +7976,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8017,8 +8036,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8076,8 +8096,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8135,8 +8156,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8194,8 +8216,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8253,8 +8276,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,

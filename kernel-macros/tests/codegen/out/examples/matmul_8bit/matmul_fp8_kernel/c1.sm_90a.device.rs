@@ -6142,8 +6142,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6216,8 +6217,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6290,8 +6292,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6364,8 +6367,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6534,8 +6538,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6593,8 +6598,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6652,8 +6658,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6711,8 +6718,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6770,8 +6778,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6829,8 +6838,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6888,8 +6898,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -6947,8 +6958,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7474,8 +7486,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7548,8 +7561,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7622,8 +7636,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7696,8 +7711,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7866,8 +7882,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7925,8 +7942,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -7984,8 +8002,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -8043,8 +8062,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -8102,8 +8122,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -8161,8 +8182,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -8220,8 +8242,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -8279,8 +8302,9 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,

@@ -8227,8 +8227,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8309,8 +8310,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8391,8 +8393,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8473,8 +8476,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8682,8 +8686,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8750,8 +8755,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8818,8 +8824,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8886,8 +8893,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -8954,8 +8962,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9022,8 +9031,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9090,8 +9100,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9158,8 +9169,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9403,8 +9415,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9485,8 +9498,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9567,8 +9581,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9649,8 +9664,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9858,8 +9874,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9926,8 +9943,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -9994,8 +10012,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10062,8 +10081,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10130,8 +10150,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10198,8 +10219,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10266,8 +10288,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10334,8 +10357,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,

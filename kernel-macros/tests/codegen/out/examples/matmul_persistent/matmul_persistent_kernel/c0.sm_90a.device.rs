@@ -11839,8 +11839,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -11921,8 +11922,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12003,8 +12005,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12085,8 +12088,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12296,8 +12300,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12366,8 +12371,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12436,8 +12442,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12506,8 +12513,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12576,8 +12584,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12646,8 +12655,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12716,8 +12726,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -12786,8 +12797,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13064,8 +13076,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13146,8 +13159,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13228,8 +13242,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13310,8 +13325,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13521,8 +13537,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13591,8 +13608,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13661,8 +13679,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13731,8 +13750,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13801,8 +13821,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13871,8 +13892,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -13941,8 +13963,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14011,8 +14034,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c0(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,

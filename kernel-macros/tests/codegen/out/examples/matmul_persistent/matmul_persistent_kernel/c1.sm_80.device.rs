@@ -5779,6 +5779,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5851,12 +5853,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -5933,12 +5945,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6015,12 +6037,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6097,14 +6129,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -6248,6 +6374,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6306,12 +6434,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6374,12 +6512,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6442,12 +6590,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6510,14 +6668,112 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -6683,6 +6939,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6755,12 +7013,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6837,12 +7105,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6919,12 +7197,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7001,14 +7289,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -7152,6 +7534,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7210,12 +7594,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7278,12 +7672,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7346,12 +7750,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7414,14 +7828,112 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 256usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 256usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 256usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {

@@ -9368,6 +9368,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                         let __dst: usize = 0usize + __buf * 32768usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 256usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9440,12 +9442,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -9522,12 +9534,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -9604,12 +9626,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -9686,14 +9718,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 256usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 256usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 256usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 256usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -9837,6 +9963,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                         let __dst: usize = 16384usize + __buf * 32768usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 256usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9897,12 +10025,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -9967,12 +10105,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -10037,12 +10185,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -10107,14 +10265,120 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 256usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 256usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 256usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 256usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -10313,6 +10577,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                         let __dst: usize = 0usize + __buf * 32768usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 256usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10385,12 +10651,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -10467,12 +10743,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -10549,12 +10835,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -10631,14 +10927,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 256usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 256usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 256usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 256usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -10782,6 +11172,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                         let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                         let __dst: usize = 16384usize + __buf * 32768usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 256usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10842,12 +11234,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -10912,12 +11314,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -10982,12 +11394,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -11052,14 +11474,120 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 256usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 256usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 256usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 256usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {

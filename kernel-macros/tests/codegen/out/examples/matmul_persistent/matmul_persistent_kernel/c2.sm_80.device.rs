@@ -10715,8 +10715,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10797,8 +10798,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10879,8 +10881,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -10961,8 +10964,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11043,8 +11047,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11125,8 +11130,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11207,8 +11213,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11289,8 +11296,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11498,8 +11506,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11566,8 +11575,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11634,8 +11644,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11702,8 +11713,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11770,8 +11782,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11838,8 +11851,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11906,8 +11920,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -11974,8 +11989,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12219,8 +12235,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12301,8 +12318,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12383,8 +12401,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12465,8 +12484,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12547,8 +12567,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12629,8 +12650,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12711,8 +12733,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -12793,8 +12816,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13002,8 +13026,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13070,8 +13095,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13138,8 +13164,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13206,8 +13233,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13274,8 +13302,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13342,8 +13371,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13410,8 +13440,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
@@ -13478,8 +13509,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,

@@ -14357,8 +14357,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14439,8 +14440,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14521,8 +14523,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14603,8 +14606,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14685,8 +14689,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14767,8 +14772,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14849,8 +14855,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -14931,8 +14938,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15142,8 +15150,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15212,8 +15221,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15282,8 +15292,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15352,8 +15363,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15422,8 +15434,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15492,8 +15505,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15562,8 +15576,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15632,8 +15647,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -15934,8 +15950,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16016,8 +16033,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16098,8 +16116,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16180,8 +16199,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16262,8 +16282,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16344,8 +16365,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16426,8 +16448,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16508,8 +16531,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16719,8 +16743,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16789,8 +16814,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16859,8 +16885,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16929,8 +16956,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -16999,8 +17027,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -17069,8 +17098,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -17139,8 +17169,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
@@ -17209,8 +17240,9 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && ::kernel_std::__private::device::copy_chunk::<
                               16,
+                              2,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,

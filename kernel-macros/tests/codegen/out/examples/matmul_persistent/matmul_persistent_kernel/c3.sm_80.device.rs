@@ -8155,6 +8155,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8227,12 +8229,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8309,12 +8321,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8391,12 +8413,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8473,14 +8505,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -8624,6 +8750,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 8192usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8682,12 +8810,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8750,12 +8888,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8818,12 +8966,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8886,12 +9044,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
                       }
@@ -8954,12 +9122,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 4usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 4usize;
                       }
@@ -9022,12 +9200,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 5usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 5usize;
                       }
@@ -9090,12 +9278,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 6usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 6usize;
                       }
@@ -9158,14 +9356,200 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 7usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 7usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 4usize * 128usize + __tid;
+                      if __halves & (1u32 << 4usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[4usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 5usize * 128usize + __tid;
+                      if __halves & (1u32 << 5usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[5usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 6usize * 128usize + __tid;
+                      if __halves & (1u32 << 6usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[6usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 7usize * 128usize + __tid;
+                      if __halves & (1u32 << 7usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[7usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -9331,6 +9715,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9403,12 +9789,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9485,12 +9881,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -9567,12 +9973,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -9649,14 +10065,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -9800,6 +10310,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 8192usize + __buf * 24576usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9858,12 +10370,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9926,12 +10448,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -9994,12 +10526,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -10062,12 +10604,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
                       }
@@ -10130,12 +10682,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 4usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 4usize;
                       }
@@ -10198,12 +10760,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 5usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 5usize;
                       }
@@ -10266,12 +10838,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 6usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 6usize;
                       }
@@ -10334,14 +10916,200 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 7usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 7usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 4usize * 128usize + __tid;
+                      if __halves & (1u32 << 4usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[4usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 5usize * 128usize + __tid;
+                      if __halves & (1u32 << 5usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[5usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 6usize * 128usize + __tid;
+                      if __halves & (1u32 << 6usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[6usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 7usize * 128usize + __tid;
+                      if __halves & (1u32 << 7usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 128usize;
+                                  __r * 128usize
+                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                      * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[7usize],
+                        );
                       }
                     }
                     while __slow != 0 {

@@ -11660,6 +11660,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                         let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                         let __dst: usize = 0usize + __buf * 24576usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -11732,12 +11734,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -11814,12 +11826,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -11896,12 +11918,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -11978,14 +12010,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -12129,6 +12255,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                         let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                         let __dst: usize = 8192usize + __buf * 24576usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -12189,12 +12317,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -12259,12 +12397,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -12329,12 +12477,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -12399,12 +12557,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
                           }
@@ -12469,12 +12637,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 4usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 4usize;
                           }
@@ -12539,12 +12717,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 5usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 5usize;
                           }
@@ -12609,12 +12797,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 6usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 6usize;
                           }
@@ -12679,14 +12877,216 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 7usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 7usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 4usize * 128usize + __tid;
+                          if __halves & (1u32 << 4usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[4usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 5usize * 128usize + __tid;
+                          if __halves & (1u32 << 5usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[5usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 6usize * 128usize + __tid;
+                          if __halves & (1u32 << 6usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[6usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 7usize * 128usize + __tid;
+                          if __halves & (1u32 << 7usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[7usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -12885,6 +13285,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                         let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                         let __dst: usize = 0usize + __buf * 24576usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -12957,12 +13359,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -13039,12 +13451,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -13121,12 +13543,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -13203,14 +13635,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -13354,6 +13880,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                         let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                         let __dst: usize = 8192usize + __buf * 24576usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -13414,12 +13942,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -13484,12 +14022,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -13554,12 +14102,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -13624,12 +14182,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
                           }
@@ -13694,12 +14262,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 4usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 4usize;
                           }
@@ -13764,12 +14342,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 5usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 5usize;
                           }
@@ -13834,12 +14422,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 6usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 6usize;
                           }
@@ -13904,14 +14502,216 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 7usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 7usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 4usize * 128usize + __tid;
+                          if __halves & (1u32 << 4usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[4usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 5usize * 128usize + __tid;
+                          if __halves & (1u32 << 5usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[5usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 6usize * 128usize + __tid;
+                          if __halves & (1u32 << 6usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[6usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 7usize * 128usize + __tid;
+                          if __halves & (1u32 << 7usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __tf: usize = __f0;
+                                    let __tr: usize = __tf / 128usize;
+                                    let __tc: usize = __tf % 128usize;
+                                    (__tc / 64usize) * 64usize * 64usize
+                                      + ({
+                                        let __r: usize = __tr;
+                                        __r * 64usize
+                                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                      }) + __tc % 8
+                                  })) * 2) as u32,
+                              __half[7usize],
+                            );
                           }
                         }
                         while __slow != 0 {

@@ -5769,6 +5769,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5841,12 +5843,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -5923,12 +5935,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6005,12 +6027,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6087,14 +6119,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -6238,6 +6364,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 8192usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6295,12 +6423,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6362,12 +6500,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6429,12 +6577,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6496,14 +6654,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -6668,6 +6920,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6740,12 +6994,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6822,12 +7086,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6904,12 +7178,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6986,14 +7270,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -7137,6 +7515,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 8192usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7194,12 +7574,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7261,12 +7651,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7328,12 +7728,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 2usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7395,14 +7805,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 3usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      if __halves & (1u32 << 2usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[2usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      if __halves & (1u32 << 3usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[3usize],
+                        );
                       }
                     }
                     while __slow != 0 {

@@ -9248,6 +9248,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                         let __dst: usize = 0usize + __buf * 16384usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9320,12 +9322,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -9402,12 +9414,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -9484,12 +9506,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -9566,14 +9598,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -9717,6 +9843,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                         let __dst: usize = 8192usize + __buf * 16384usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9774,12 +9902,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -9841,12 +9979,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -9908,12 +10056,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -9975,14 +10133,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -10178,6 +10430,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                         let __dst: usize = 0usize + __buf * 16384usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10250,12 +10504,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -10332,12 +10596,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -10414,12 +10688,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -10496,14 +10780,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_a_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {
@@ -10647,6 +11025,8 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                         let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                         let __dst: usize = 8192usize + __buf * 16384usize;
                         let mut __slow: u32 = 0;
+                        let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
+                        let mut __halves: u32 = 0;
                         {
                           let __c: usize = 0usize * 128usize + __tid;
                           let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10704,12 +11084,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 0usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 0usize;
                           }
@@ -10771,12 +11161,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 1usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 1usize;
                           }
@@ -10838,12 +11238,22 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 2usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 2usize;
                           }
@@ -10905,14 +11315,108 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 __len_b_ptr,
                                 8usize,
                               ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
+                            && (::kernel_std::__private::device::cp_async_pieces::<
                               16,
                             >(
                               ::kernel_std::__private::device::smem_addr() + __so as u32,
                               __g as *const u8,
-                            ))
+                            )
+                              || {
+                                let __h = (__g as usize) % 2 == 0;
+                                if __h {
+                                  __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                    __g as *const u8,
+                                  );
+                                  __halves |= 1u32 << 3usize;
+                                }
+                                __h
+                              }))
                           {
                             __slow |= (1 as u32) << 3usize;
+                          }
+                        }
+                        {
+                          let __c: usize = 0usize * 128usize + __tid;
+                          if __halves & (1u32 << 0usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[0usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 1usize * 128usize + __tid;
+                          if __halves & (1u32 << 1usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[1usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 2usize * 128usize + __tid;
+                          if __halves & (1u32 << 2usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[2usize],
+                            );
+                          }
+                        }
+                        {
+                          let __c: usize = 3usize * 128usize + __tid;
+                          if __halves & (1u32 << 3usize) != 0 {
+                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                              __c * 8,
+                            );
+                            ::kernel_std::__private::device::store_chunk_halves(
+                              ::kernel_std::__private::device::smem_addr()
+                                + (__dst
+                                  + (({
+                                    let __sf: usize = __f0;
+                                    ({
+                                      let __r: usize = __sf / 64usize;
+                                      __r * 64usize
+                                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                    }) + __sf % 8
+                                  })) * 2) as u32,
+                              __half[3usize],
+                            );
                           }
                         }
                         while __slow != 0 {

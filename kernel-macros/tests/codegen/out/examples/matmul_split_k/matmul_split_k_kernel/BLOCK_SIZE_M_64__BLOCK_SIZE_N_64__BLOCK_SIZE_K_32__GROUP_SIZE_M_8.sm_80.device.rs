@@ -3023,6 +3023,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3114,12 +3116,22 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3215,14 +3227,66 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -3365,6 +3429,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3433,12 +3499,22 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3511,14 +3587,66 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -3680,6 +3808,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3771,12 +3901,22 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3872,14 +4012,66 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -4022,6 +4214,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4090,12 +4284,22 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4168,14 +4372,66 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {

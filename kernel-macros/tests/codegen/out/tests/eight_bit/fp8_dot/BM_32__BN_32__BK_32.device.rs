@@ -1843,8 +1843,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_32__BN_32__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2051,8 +2052,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_32__BN_32__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2321,8 +2323,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_32__BN_32__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2529,8 +2532,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_32__BN_32__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,

@@ -2379,8 +2379,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2469,8 +2470,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2686,8 +2688,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2979,8 +2982,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3069,8 +3073,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3286,8 +3291,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       8,
+                      1,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,

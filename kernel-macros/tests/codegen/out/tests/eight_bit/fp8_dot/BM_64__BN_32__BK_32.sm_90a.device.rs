@@ -2340,8 +2340,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                           __len_a,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -2430,8 +2431,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                           __len_a,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -2647,8 +2649,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                           __len_b,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -2959,8 +2962,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                           __len_a,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -3049,8 +3053,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                           __len_a,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
@@ -3266,8 +3271,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                           __len_b,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         8,
+                        1,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,

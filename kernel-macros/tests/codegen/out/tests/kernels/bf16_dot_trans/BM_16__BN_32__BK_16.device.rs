@@ -1417,6 +1417,8 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
                 let __dst: usize = 0usize + __buf * 1536usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 32usize {
@@ -1488,12 +1490,22 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_a,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
@@ -1585,10 +1597,35 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     }
                   }
                 }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 32usize {
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
+                }
               }
               {
                 let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
                 let __dst: usize = 512usize + __buf * 1536usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 64usize {
@@ -1642,12 +1679,22 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_bt,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
@@ -1731,6 +1778,29 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 64usize {
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }
@@ -1757,6 +1827,8 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
                 let __dst: usize = 0usize + __buf * 1536usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 32usize {
@@ -1828,12 +1900,22 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_a,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
@@ -1925,10 +2007,35 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     }
                   }
                 }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 32usize {
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
+                    }
+                  }
+                }
               }
               {
                 let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
                 let __dst: usize = 512usize + __buf * 1536usize;
+                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 64usize {
@@ -1982,12 +2089,22 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_bt,
                           8usize,
                         ))
-                      && ::kernel_std::__private::device::cp_async_pieces::<
+                      && (::kernel_std::__private::device::cp_async_pieces::<
                         16,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      ))
+                      )
+                        || {
+                          let __h = (__g as usize) % 2 == 0;
+                          if __h {
+                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                              __g as *const u8,
+                            );
+                            __halves |= 1u32 << 0usize;
+                          }
+                          __h
+                        }))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
@@ -2071,6 +2188,29 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           ::core::line!(),
                         );
                       }
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __c < 64usize {
+                    if __halves & (1u32 << 0usize) != 0 {
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      ::kernel_std::__private::device::store_chunk_halves(
+                        ::kernel_std::__private::device::smem_addr()
+                          + (__dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2) as u32,
+                        __half[0usize],
+                      );
                     }
                   }
                 }

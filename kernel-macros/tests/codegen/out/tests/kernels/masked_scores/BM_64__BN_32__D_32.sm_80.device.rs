@@ -620,8 +620,9 @@ pub unsafe extern "ptx-kernel" fn masked_scores__BM_64__BN_32__D_32(
                       __len_k,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((4096usize + ((__b) as usize) * 2048usize) + __s0 * 2)
@@ -1293,8 +1294,9 @@ pub unsafe extern "ptx-kernel" fn masked_scores__BM_64__BN_32__D_32(
                     __len_k,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((4096usize

@@ -3960,6 +3960,8 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                     let __off0: i64 = ptrs_stepped_7_off + __it * __st7;
                     let __dst: usize = 0usize + __buf * 8192usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4040,12 +4042,22 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_a,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -4130,14 +4142,66 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_a,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -4263,6 +4327,8 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                     let __off1: i64 = ptrs_stepped_8_off + __it * __st8;
                     let __dst: usize = 4096usize + __buf * 8192usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4320,12 +4386,22 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_b,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -4387,14 +4463,66 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_b,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -4560,6 +4688,8 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                     let __off0: i64 = ptrs_stepped_7_off + __it * __st7;
                     let __dst: usize = 0usize + __buf * 8192usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4640,12 +4770,22 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_a,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -4730,14 +4870,66 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_a,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {
@@ -4863,6 +5055,8 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                     let __off1: i64 = ptrs_stepped_8_off + __it * __st8;
                     let __dst: usize = 4096usize + __buf * 8192usize;
                     let mut __slow: u32 = 0;
+                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4920,12 +5114,22 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_b,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 0usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -4987,14 +5191,66 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                             __len_b,
                             8usize,
                           ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
+                        && (::kernel_std::__private::device::cp_async_pieces::<
                           16,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        ))
+                        )
+                          || {
+                            let __h = (__g as usize) % 2 == 0;
+                            if __h {
+                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                                __g as *const u8,
+                              );
+                              __halves |= 1u32 << 1usize;
+                            }
+                            __h
+                          }))
                       {
                         __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      if __halves & (1u32 << 0usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[0usize],
+                        );
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      if __halves & (1u32 << 1usize) != 0 {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        ::kernel_std::__private::device::store_chunk_halves(
+                          ::kernel_std::__private::device::smem_addr()
+                            + (__dst
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 64usize;
+                                  __r * 64usize
+                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2) as u32,
+                          __half[1usize],
+                        );
                       }
                     }
                     while __slow != 0 {

@@ -3089,6 +3089,8 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off0: i64 = ptrs_stepped_7_off + __it * __st7;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3187,12 +3189,22 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3295,14 +3307,66 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -3448,6 +3512,8 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off1: i64 = ptrs_stepped_8_off + __it * __st8;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3546,12 +3612,22 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3654,14 +3730,66 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -3826,6 +3954,8 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off0: i64 = ptrs_stepped_7_off + __it * __st7;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3924,12 +4054,22 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4032,14 +4172,66 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {
@@ -4185,6 +4377,8 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off1: i64 = ptrs_stepped_8_off + __it * __st8;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
+                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
+                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4283,12 +4477,22 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 0usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4391,14 +4595,66 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && (::kernel_std::__private::device::cp_async_pieces::<
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    ))
+                    )
+                      || {
+                        let __h = (__g as usize) % 2 == 0;
+                        if __h {
+                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
+                            __g as *const u8,
+                          );
+                          __halves |= 1u32 << 1usize;
+                        }
+                        __h
+                      }))
                   {
                     __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  if __halves & (1u32 << 0usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[0usize],
+                    );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  if __halves & (1u32 << 1usize) != 0 {
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    ::kernel_std::__private::device::store_chunk_halves(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (__dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2) as u32,
+                      __half[1usize],
+                    );
                   }
                 }
                 while __slow != 0 {

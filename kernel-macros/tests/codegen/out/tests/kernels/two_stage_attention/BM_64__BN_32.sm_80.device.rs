@@ -584,8 +584,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -1095,8 +1096,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -1625,8 +1627,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2102,8 +2105,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((8192usize
@@ -2665,8 +2669,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -3682,8 +3687,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -4193,8 +4199,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -4723,8 +4730,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -5200,8 +5208,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((8192usize
@@ -5763,8 +5772,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize

@@ -584,8 +584,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -1096,8 +1097,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -1626,8 +1628,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -2103,8 +2106,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((8192usize
@@ -2666,8 +2670,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize
@@ -3606,8 +3611,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
               __len_q_ptr,
               8usize,
             )
-            && ::kernel_std::__private::device::cp_async_pieces::<
+            && ::kernel_std::__private::device::copy_chunk::<
               16,
+              2,
             >(
               ::kernel_std::__private::device::smem_addr()
                 + (0usize + __s0 * 2) as u32,
@@ -4118,8 +4124,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -4648,8 +4655,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
@@ -5125,8 +5133,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((8192usize
@@ -5688,8 +5697,9 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((16384usize

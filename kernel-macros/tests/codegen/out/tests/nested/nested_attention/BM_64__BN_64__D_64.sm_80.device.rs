@@ -822,8 +822,9 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                       __len_k_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -1476,8 +1477,9 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                       __len_v_ptr,
                       8usize,
                     )
-                    && ::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
@@ -2077,8 +2079,9 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                     __len_k_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((8192usize
@@ -2764,8 +2767,9 @@ pub unsafe extern "ptx-kernel" fn nested_attention__BM_64__BN_64__D_64(
                     __len_v_ptr,
                     8usize,
                   )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
+                  && ::kernel_std::__private::device::copy_chunk::<
                     16,
+                    2,
                   >(
                     ::kernel_std::__private::device::smem_addr()
                       + ((32768usize

@@ -111,8 +111,9 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c0(
             __len_a,
             8usize,
           )
-          && ::kernel_std::__private::device::cp_async_pieces::<
+          && ::kernel_std::__private::device::copy_chunk::<
             16,
+            2,
           >(
             ::kernel_std::__private::device::smem_addr()
               + (0usize + __s0 * 2) as u32,
@@ -535,8 +536,9 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c0(
             __len_b,
             8usize,
           )
-          && ::kernel_std::__private::device::cp_async_pieces::<
+          && ::kernel_std::__private::device::copy_chunk::<
             16,
+            2,
           >(
             ::kernel_std::__private::device::smem_addr()
               + (4096usize + __s0 * 2) as u32,
