@@ -29,10 +29,11 @@ pub(super) struct OperandCode {
     pub(super) maps: Vec<TmaDesc>,
 }
 
-/// The most accumulator slots plus registers for chunks read ahead (5 a chunk) with which a
-/// thread reads all of its chunks of 2-byte-aligned rows before storing them (see
-/// [`DevGen::chunk_copies`]); beyond it each chunk is read and stored in turn.
-const HALVES_REGS: usize = 128;
+/// The most accumulator slots plus registers for values read ahead of their stores: all of a
+/// thread's chunks of 2-byte-aligned rows (5 a chunk, see [`DevGen::chunk_copies`]), or the 8
+/// elements of a chunk on the element path ([`DevGen::elem_loop`]); beyond it each chunk, or
+/// each element, is read and stored in turn.
+const READ_AHEAD_REGS: usize = 128;
 
 /// What the parts of one operand's code share (see `DevGen::pipe_operand`).
 
@@ -64,6 +65,15 @@ struct OpCx<'o> {
 }
 
 impl OpCx<'_> {
+    /// Whether `regs` registers fit beside the accumulators' slots within [`READ_AHEAD_REGS`]
+    /// (a chunk's values read ahead of their stores).
+    fn room_for(&self, regs: usize) -> bool {
+        match self.layout {
+            Layout::Mma { tm, tn, .. } => tm * tn * 4 + regs <= READ_AHEAD_REGS,
+            _ => false,
+        }
+    }
+
     /// The row-major flat index of element `i` of the chunk that starts at `__f0` in staging
     /// `o`'s order.
     fn flat_in(&self, o: Staging, i: TokenStream) -> TokenStream {
@@ -334,21 +344,35 @@ impl<'a> DevGen<'a> {
         )
     }
 
-    /// The element path of a chunk in staging `o`: a loop over its elements (not unrolled: its
-    /// trip count is opaque, so that the rarely taken code stays small and the K loop fits the
-    /// instruction cache) that binds each one's mask bit `__m` and address `__a` and runs
-    /// `body` (given the element's `other` value).
-    fn elem_loop(&mut self, oc: &OpCx<'_>, o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
+    /// The element path of a chunk in staging `o` into `__sp`: each element binds its mask bit
+    /// `__m` and address `__a`, and `value` (given the element's `other` value) is what goes to
+    /// shared memory. Where the accumulators leave room ([`OpCx::room_for`] 16 registers), the
+    /// 8 values are read first and stored after (unrolled), so that the chunk's loads are in
+    /// flight together (a chunk down the strided rows of a transposed operand); else a loop
+    /// over the elements (not unrolled: its trip count is opaque, so that the rarely taken code
+    /// stays small and the K loop fits the instruction cache) that reads and stores each in turn.
+    fn elem_loop(&mut self, oc: &OpCx<'_>, o: Staging, value: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
         let (d, e, off) = (&self.p.d, &oc.e, &oc.off);
         let (b_i, m_i, o_i) = self.chunk_elem(oc, o);
-        let body = body(&o_i);
+        let value = value(&o_i);
+        if oc.room_for(16) {
+            return quote! {
+                let mut __v: [#e; 8] = [<#e as ::core::default::Default>::default(); 8];
+                #d::unroll::<8, _>(#[inline(always)] |__i: usize| {
+                    let __m: bool = #m_i;
+                    let __a: *mut #e = #d::ptr_add(#b_i, #off);
+                    __v[__i] = #value;
+                });
+                #d::unroll::<8, _>(#[inline(always)] |__i: usize| #d::store(__sp.add(__i), __v[__i]));
+            };
+        }
         quote! {
             let __ne: usize = #d::opaque_usize(8);
             let mut __i: usize = 0;
             while __i < __ne {
                 let __m: bool = #m_i;
                 let __a: *mut #e = #d::ptr_add(#b_i, #off);
-                #body
+                #d::store(__sp.add(__i), #value);
                 __i += 1;
             }
         }
@@ -360,10 +384,10 @@ impl<'a> DevGen<'a> {
         let d = &self.p.d;
         let ChunkChecks { open, check, close, .. } = checks;
         let checked_loop = self.elem_loop(oc, o, &|o_i| {
-            quote! {
+            quote!({
                 #check
-                #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
-            }
+                if __k { #d::load(__a) } else { #o_i }
+            })
         });
         quote! {
             #open
@@ -376,7 +400,7 @@ impl<'a> DevGen<'a> {
     /// whose accesses are all proven in bounds before the loop.
     fn proven_elems(&mut self, oc: &OpCx<'_>, o: Staging) -> TokenStream {
         let d = &self.p.d;
-        self.elem_loop(oc, o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });))
+        self.elem_loop(oc, o, &|o_i| quote!(if __m { #d::load(__a) } else { #o_i }))
     }
 
     /// The checked copies of this thread's chunks in staging `o`: a chunk whose elements are
@@ -432,11 +456,7 @@ impl<'a> DevGen<'a> {
         let deferred = (2..=64).contains(&per_thread);
         // Rows of 2-byte elements aligned only to 2 bytes: with registers to spare (5 a chunk
         // beside the accumulators), every chunk's loads are issued before any is stored.
-        let acc_slots = match oc.layout {
-            Layout::Mma { tm, tn, .. } => tm * tn * 4,
-            _ => usize::MAX,
-        };
-        let halves = pieces && oc.size == 2 && !oc.widen && per_thread <= 32 && acc_slots.saturating_add(5 * per_thread) <= HALVES_REGS;
+        let halves = pieces && oc.size == 2 && !oc.widen && per_thread <= 32 && oc.room_for(5 * per_thread);
         let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
         let chunks = (0..per_thread).map(|jc| {
             let (cp, so_jc) = (ptr(jc), so_regs.map_or_else(|| so.clone(), |r| quote!(#r[#jc] as usize)));

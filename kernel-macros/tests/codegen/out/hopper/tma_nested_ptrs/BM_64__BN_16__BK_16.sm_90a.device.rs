@@ -2481,64 +2481,14 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2546,21 +2496,80 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  ::kernel_std::__private::device::ptr_add(
+                                    __p_a_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_M,
+                                      ),
+                                      __p_K,
+                                    ),
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(0u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __off0,
+                            );
+                            __v[__i] = if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            __v[__i],
+                          ),
+                        );
                       }
                     }
                   }
@@ -2606,86 +2615,95 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         } else {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    k_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
+                                    ::kernel_std::__private::device::ptr_add(
+                                      __p_b_ptr,
+                                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                                            ::kernel_std::__private::device::program_id(1u32),
+                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                              16i64,
+                                            ),
                                           ),
+                                          (0i32)
+                                            .wrapping_add(
+                                              ({
+                                                let __pf: usize = (__f0 + __i);
+                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                              }) as i32,
+                                            ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_N,
+                                      ),
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_K,
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_K,
-                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
                                     __p_N,
                                   ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
+                                __off1,
+                              );
+                              __v[__i] = if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              __v[__i],
+                            ),
+                          );
                         }
                       }
                     }
@@ -2789,64 +2807,14 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2854,21 +2822,80 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  ::kernel_std::__private::device::ptr_add(
+                                    __p_a_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_M,
+                                      ),
+                                      __p_K,
+                                    ),
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(0u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __off0,
+                            );
+                            __v[__i] = if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            __v[__i],
+                          ),
+                        );
                       }
                     }
                   }
@@ -2914,86 +2941,95 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         } else {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    k_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
+                                    ::kernel_std::__private::device::ptr_add(
+                                      __p_b_ptr,
+                                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                                            ::kernel_std::__private::device::program_id(1u32),
+                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                              16i64,
+                                            ),
                                           ),
+                                          (0i32)
+                                            .wrapping_add(
+                                              ({
+                                                let __pf: usize = (__f0 + __i);
+                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                              }) as i32,
+                                            ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_N,
+                                      ),
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_K,
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_K,
-                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
                                     __p_N,
                                   ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
+                                __off1,
+                              );
+                              __v[__i] = if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              __v[__i],
+                            ),
+                          );
                         }
                       }
                     }
@@ -3129,64 +3165,14 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3194,31 +3180,92 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
                             );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  ::kernel_std::__private::device::ptr_add(
+                                    __p_a_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_M,
+                                      ),
+                                      __p_K,
+                                    ),
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(0u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __off0,
+                            );
+                            __v[__i] = {
+                              let __k: bool = __m
+                                && ::kernel_std::__private::device::fits(
+                                  __a,
+                                  __p_a_ptr,
+                                  __len_a_ptr,
+                                  1,
+                                );
+                              if __m && !__k && __badp.is_null() {
+                                __badp = __a;
+                              }
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
                             __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            __v[__i],
+                          ),
+                        );
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3337,96 +3384,107 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    k_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
+                                    ::kernel_std::__private::device::ptr_add(
+                                      __p_b_ptr,
+                                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                                            ::kernel_std::__private::device::program_id(1u32),
+                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                              16i64,
+                                            ),
                                           ),
+                                          (0i32)
+                                            .wrapping_add(
+                                              ({
+                                                let __pf: usize = (__f0 + __i);
+                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                              }) as i32,
+                                            ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_N,
+                                      ),
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_K,
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_K,
-                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
                                     __p_N,
                                   ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
+                                __off1,
                               );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
+                              __v[__i] = {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_b_ptr,
+                                    __len_b_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              __v[__i],
+                            ),
+                          );
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -3605,64 +3663,14 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3670,31 +3678,92 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
                             );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  ::kernel_std::__private::device::ptr_add(
+                                    __p_a_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_M,
+                                      ),
+                                      __p_K,
+                                    ),
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(0u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __off0,
+                            );
+                            __v[__i] = {
+                              let __k: bool = __m
+                                && ::kernel_std::__private::device::fits(
+                                  __a,
+                                  __p_a_ptr,
+                                  __len_a_ptr,
+                                  1,
+                                );
+                              if __m && !__k && __badp.is_null() {
+                                __badp = __a;
+                              }
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
                             __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            __v[__i],
+                          ),
+                        );
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3813,96 +3882,107 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    k_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
+                                    ::kernel_std::__private::device::ptr_add(
+                                      __p_b_ptr,
+                                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                                            ::kernel_std::__private::device::program_id(1u32),
+                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                              16i64,
+                                            ),
                                           ),
+                                          (0i32)
+                                            .wrapping_add(
+                                              ({
+                                                let __pf: usize = (__f0 + __i);
+                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                              }) as i32,
+                                            ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_N,
+                                      ),
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        batch_3,
+                                        __p_K,
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      batch_3,
-                                      __p_K,
-                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
                                     __p_N,
                                   ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
+                                __off1,
                               );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
+                              __v[__i] = {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_b_ptr,
+                                    __len_b_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              __v[__i],
+                            ),
+                          );
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,

@@ -1093,77 +1093,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -1353,80 +1362,89 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                      + __f0 / 16usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = ((__f0 % 16usize + __i) * 16usize
                                             + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                              + __f0 / 16usize);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
+                              __off1,
+                            );
+                            __v[__i] = if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            __v[__i],
+                          ),
+                        );
                       }
                     }
                   } else {
@@ -1476,77 +1494,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
+                              __off1,
+                            );
+                            __v[__i] = if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            __v[__i],
+                          ),
+                        );
                       }
                     }
                   }
@@ -1634,77 +1661,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -1894,80 +1930,89 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                      + __f0 / 16usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = ((__f0 % 16usize + __i) * 16usize
                                             + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                              + __f0 / 16usize);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
+                              __off1,
+                            );
+                            __v[__i] = if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            __v[__i],
+                          ),
+                        );
                       }
                     }
                   } else {
@@ -2017,77 +2062,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
+                              __off1,
+                            );
+                            __v[__i] = if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            __v[__i],
+                          ),
+                        );
                       }
                     }
                   }
@@ -2387,87 +2441,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -2721,90 +2786,101 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                      + __f0 / 16usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = ((__f0 % 16usize + __i) * 16usize
                                             + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                              + __f0 / 16usize);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
+                              __off1,
                             );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
+                            __v[__i] = {
+                              let __k: bool = __m
+                                && ::kernel_std::__private::device::fits(
+                                  __a,
+                                  __p_b_ptr,
+                                  __len_b_ptr,
+                                  1,
+                                );
+                              if __m && !__k && __badp.is_null() {
+                                __badp = __a;
+                              }
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
                             __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            __v[__i],
+                          ),
+                        );
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -2919,87 +2995,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
+                              __off1,
                             );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
+                            __v[__i] = {
+                              let __k: bool = __m
+                                && ::kernel_std::__private::device::fits(
+                                  __a,
+                                  __p_b_ptr,
+                                  __len_b_ptr,
+                                  1,
+                                );
+                              if __m && !__k && __badp.is_null() {
+                                __badp = __a;
+                              }
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
                             __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            __v[__i],
+                          ),
+                        );
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3152,87 +3239,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -3486,90 +3584,101 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                      + __f0 / 16usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = ((__f0 % 16usize + __i) * 16usize
                                             + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                              + __f0 / 16usize);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
+                              __off1,
                             );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
+                            __v[__i] = {
+                              let __k: bool = __m
+                                && ::kernel_std::__private::device::fits(
+                                  __a,
+                                  __p_b_ptr,
+                                  __len_b_ptr,
+                                  1,
+                                );
+                              if __m && !__k && __badp.is_null() {
+                                __badp = __a;
+                              }
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
                             __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            __v[__i],
+                          ),
+                        );
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3684,87 +3793,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                        ::kernel_std::__private::device::unroll::<
                           8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
+                                    __p_N,
                                   ),
-                                  __p_N,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
                                 ),
                               ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
+                              __off1,
                             );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
+                            __v[__i] = {
+                              let __k: bool = __m
+                                && ::kernel_std::__private::device::fits(
+                                  __a,
+                                  __p_b_ptr,
+                                  __len_b_ptr,
+                                  1,
+                                );
+                              if __m && !__k && __badp.is_null() {
+                                __badp = __a;
+                              }
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            };
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          8,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| ::kernel_std::__private::device::store(
                             __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                            __v[__i],
+                          ),
+                        );
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -4083,77 +4203,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4206,77 +4335,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
                                       }) as i32,
                                     ),
+                                  __p_N,
                                 ),
-                                __p_N,
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4363,77 +4501,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4486,77 +4633,86 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
                                       }) as i32,
                                     ),
+                                  __p_N,
                                 ),
-                                __p_N,
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4760,87 +4916,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -4958,87 +5125,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
                                       }) as i32,
                                     ),
+                                  __p_N,
                                 ),
-                                __p_N,
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
+                            __off1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -5190,87 +5368,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (__sk.pid as i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                                __p_K,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (__sk.pid as i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -5388,87 +5577,98 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
                                       }) as i32,
                                     ),
+                                  __p_N,
                                 ),
-                                __p_N,
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
+                            __off1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,

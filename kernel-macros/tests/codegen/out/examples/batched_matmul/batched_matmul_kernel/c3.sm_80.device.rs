@@ -3224,80 +3224,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
               {
@@ -3511,80 +3520,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
             }
@@ -3877,80 +3895,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
               {
@@ -4164,80 +4191,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
             }
@@ -4831,90 +4867,101 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -5346,90 +5393,101 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -5940,90 +5998,101 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -6455,90 +6524,101 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

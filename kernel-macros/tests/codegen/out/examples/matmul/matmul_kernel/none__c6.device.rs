@@ -3087,83 +3087,92 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                        + __f0 / 64usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -3434,80 +3443,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -3901,83 +3919,92 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                        + __f0 / 32usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -4094,80 +4121,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4406,83 +4442,92 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                        + __f0 / 64usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -4753,80 +4798,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -5220,83 +5274,92 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                        + __f0 / 32usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -5413,80 +5476,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -6338,93 +6410,104 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                        + __f0 / 64usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -6913,90 +6996,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -7504,93 +7598,104 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                        + __f0 / 32usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -7823,90 +7928,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -8363,93 +8479,104 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                        + __f0 / 64usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -8938,90 +9065,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_7,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -9529,93 +9667,104 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                        + __f0 / 32usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -9848,90 +9997,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
                               ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                                k_15,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bn,
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_8,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -10662,80 +10822,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        __v[__i] = if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        __v[__i],
+                      ),
+                    );
                   }
                 }
                 {
@@ -10855,80 +11024,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        __v[__i] = if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        __v[__i],
+                      ),
+                    );
                   }
                 }
               }
@@ -11221,80 +11399,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        __v[__i] = if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        __v[__i],
+                      ),
+                    );
                   }
                 }
                 {
@@ -11414,80 +11601,89 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        __v[__i] = if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        __v[__i],
+                      ),
+                    );
                   }
                 }
               }
@@ -12081,90 +12277,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        __v[__i] = {
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
                         __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        __v[__i],
+                      ),
+                    );
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -12400,90 +12607,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        __v[__i] = {
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
                         __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        __v[__i],
+                      ),
+                    );
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -12994,90 +13212,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        __v[__i] = {
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
                         __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        __v[__i],
+                      ),
+                    );
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -13313,90 +13542,101 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                    ::kernel_std::__private::device::unroll::<
                       8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        __v[__i] = {
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        };
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      8,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| ::kernel_std::__private::device::store(
                         __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                        __v[__i],
+                      ),
+                    );
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,

@@ -4504,80 +4504,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
               {
@@ -4905,80 +4914,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
             }
@@ -5505,80 +5523,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
               {
@@ -5906,80 +5933,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
             }
@@ -6409,90 +6445,101 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
                   let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -7000,90 +7047,101 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
                   let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -7706,90 +7764,101 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
                   let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_ak,
                           ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -8297,90 +8366,101 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   let __sp = __smem.add(__dst + (__c * 8))
                     as *mut ::kernel_std::__private::device::F8E4M3;
                   let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_stride_bk,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __p_stride_bn,
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        1,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

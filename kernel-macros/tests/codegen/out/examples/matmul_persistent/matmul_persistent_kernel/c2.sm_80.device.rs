@@ -11409,24 +11409,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           ),
                           __off0,
                         );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
                         ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
+                          {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
                           },
                         );
                         __i += 1;
@@ -12103,24 +12105,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           ),
                           __off1,
                         );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
                         ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
+                          {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
                           },
                         );
                         __i += 1;
@@ -12929,24 +12933,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           ),
                           __off0,
                         );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
                         ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
+                          {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
                           },
                         );
                         __i += 1;
@@ -13623,24 +13629,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                           ),
                           __off1,
                         );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
                         ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
+                          {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
                           },
                         );
                         __i += 1;

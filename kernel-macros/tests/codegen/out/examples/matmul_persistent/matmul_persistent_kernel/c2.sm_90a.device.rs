@@ -15051,24 +15051,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                               __off0,
                             );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
                             ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
+                              {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_a_ptr,
+                                    __len_a_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
                               },
                             );
                             __i += 1;
@@ -15763,24 +15765,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                               __off1,
                             );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
                             ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
+                              {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_b_ptr,
+                                    __len_b_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
                               },
                             );
                             __i += 1;
@@ -16644,24 +16648,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                               __off0,
                             );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
                             ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
+                              {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_a_ptr,
+                                    __len_a_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
                               },
                             );
                             __i += 1;
@@ -17356,24 +17362,26 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c2(
                               ),
                               __off1,
                             );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
                             ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
+                              {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_b_ptr,
+                                    __len_b_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
                               },
                             );
                             __i += 1;

@@ -8186,48 +8186,38 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -8236,50 +8226,69 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_M,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_m_13,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_M,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_am,
                                     ),
-                                    __p_stride_ak,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_stride_ak,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
+                                __off0,
+                              );
+                              __v[__i] = if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              __v[__i],
+                            ),
+                          );
                         }
                       }
                       {
@@ -8461,66 +8470,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    __p_stride_bk,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
+                                ),
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                      ),
+                                      __p_stride_bk,
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -8529,32 +8528,51 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_N,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_bn,
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_n_14,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_N,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_bn,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
+                                __off1,
+                              );
+                              __v[__i] = if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              __v[__i],
+                            ),
+                          );
                         }
                       }
                     }
@@ -8848,48 +8866,38 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -8898,50 +8906,69 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_M,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_m_13,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_M,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_am,
                                     ),
-                                    __p_stride_ak,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_stride_ak,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
+                                __off0,
+                              );
+                              __v[__i] = if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              __v[__i],
+                            ),
+                          );
                         }
                       }
                       {
@@ -9123,66 +9150,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    __p_stride_bk,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
+                                ),
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                      ),
+                                      __p_stride_bk,
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -9191,32 +9208,51 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_N,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_bn,
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_n_14,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_N,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_bn,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
+                                __off1,
+                              );
+                              __v[__i] = if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              __v[__i],
+                            ),
+                          );
                         }
                       }
                     }
@@ -9722,48 +9758,38 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -9772,60 +9798,81 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_M,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_m_13,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_M,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_am,
                                     ),
-                                    __p_stride_ak,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_stride_ak,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
+                                __off0,
                               );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
+                              __v[__i] = {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_a_ptr,
+                                    __len_a_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              __v[__i],
+                            ),
+                          );
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -10257,66 +10304,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    __p_stride_bk,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
+                                ),
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                      ),
+                                      __p_stride_bk,
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -10325,42 +10362,63 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_N,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_bn,
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_n_14,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_N,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_bn,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
+                                __off1,
                               );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
+                              __v[__i] = {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_b_ptr,
+                                    __len_b_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              __v[__i],
+                            ),
+                          );
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -10904,48 +10962,38 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
                                 ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -10954,60 +11002,81 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_M,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_m_13,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_M,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_am,
                                     ),
-                                    __p_stride_ak,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      ),
+                                      __p_stride_ak,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
+                                __off0,
                               );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
+                              __v[__i] = {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_a_ptr,
+                                    __len_a_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              __v[__i],
+                            ),
+                          );
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -11439,66 +11508,56 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                          ::kernel_std::__private::device::unroll::<
                             8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ki_22,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::sub(
+                                  __p_K,
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                                    ki_22,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    __p_stride_bk,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    {
-                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
+                                ),
+                              );
+                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          (0i32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            64i64,
+                                          ),
+                                        ),
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      );
-                                      let __wb = (0i32);
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
+                                      ),
+                                      __p_stride_bk,
+                                    ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      {
+                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -11507,42 +11566,63 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        ),
-                                        __p_N,
-                                      ) {
-                                        __wa
-                                      } else {
-                                        __wb
-                                      }
-                                    },
-                                    __p_stride_bn,
+                                        );
+                                        let __wb = (0i32);
+                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                          <i32 as ::kernel_std::__private::device::Num>::add(
+                                            start_n_14,
+                                            (0i32)
+                                              .wrapping_add(
+                                                ({
+                                                  let __pf: usize = (__f0 + __i);
+                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                                }) as i32,
+                                              ),
+                                          ),
+                                          __p_N,
+                                        ) {
+                                          __wa
+                                        } else {
+                                          __wb
+                                        }
+                                      },
+                                      __p_stride_bn,
+                                    ),
                                   ),
                                 ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
+                                __off1,
                               );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
+                              __v[__i] = {
+                                let __k: bool = __m
+                                  && ::kernel_std::__private::device::fits(
+                                    __a,
+                                    __p_b_ptr,
+                                    __len_b_ptr,
+                                    1,
+                                  );
+                                if __m && !__k && __badp.is_null() {
+                                  __badp = __a;
+                                }
+                                if __k {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              };
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            8,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| ::kernel_std::__private::device::store(
                               __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
+                              __v[__i],
+                            ),
+                          );
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,

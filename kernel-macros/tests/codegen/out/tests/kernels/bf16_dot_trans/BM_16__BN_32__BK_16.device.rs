@@ -854,46 +854,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -902,21 +872,60 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __p_k,
+                          );
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a,
+                                <i64 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::cast::<
+                                    i32,
+                                    i64,
+                                  >(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_lda,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -966,41 +975,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_bt,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_k,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1009,21 +993,55 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __p_k,
+                          );
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_bt,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_k,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -1110,46 +1128,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1158,21 +1146,60 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __p_k,
+                          );
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a,
+                                <i64 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::cast::<
+                                    i32,
+                                    i64,
+                                  >(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_lda,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -1222,41 +1249,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_bt,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_k,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1265,21 +1267,55 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __p_k,
+                          );
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_bt,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_k,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -1510,46 +1546,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1558,31 +1564,72 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            1,
+                            __p_k,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a,
+                                <i64 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::cast::<
+                                    i32,
+                                    i64,
+                                  >(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_lda,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a,
+                                __len_a,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -1699,41 +1746,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_bt,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_k,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1742,31 +1764,67 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_bt,
-                            __len_bt,
-                            1,
+                            __p_k,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_bt,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_k,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_bt,
+                                __len_bt,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -1920,46 +1978,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1968,31 +1996,72 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            1,
+                            __p_k,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a,
+                                <i64 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::cast::<
+                                    i32,
+                                    i64,
+                                  >(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_lda,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a,
+                                __len_a,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -2109,41 +2178,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        );
-                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_bt,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_k,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              (0i32),
+                              k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2152,31 +2196,67 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_bt,
-                            __len_bt,
-                            1,
+                            __p_k,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_bt,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_k,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                (0i32),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_bt,
+                                __len_bt,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,

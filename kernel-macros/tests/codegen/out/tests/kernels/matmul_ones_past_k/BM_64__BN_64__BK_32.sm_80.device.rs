@@ -1919,55 +1919,17 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
@@ -1980,21 +1942,68 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                        __p_k,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           1f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
               {
@@ -2114,82 +2123,91 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                              32i64,
                             ),
                           ),
                           (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                        __p_k,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           1f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
             }
@@ -2374,55 +2392,17 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
@@ -2435,21 +2415,68 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                        __p_k,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           1f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
               {
@@ -2569,82 +2596,91 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                              32i64,
                             ),
                           ),
                           (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
+                        __p_k,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           1f64,
                         )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      __v[__i],
+                    ),
+                  );
                 }
               }
             }
@@ -3018,55 +3054,17 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
@@ -3079,31 +3077,80 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        1,
+                        __p_k,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            1f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          1f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3339,92 +3386,103 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                              32i64,
                             ),
                           ),
                           (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        1,
+                        __p_k,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            1f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          1f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3725,55 +3783,17 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
@@ -3786,31 +3806,80 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off0,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        1,
+                        __p_k,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            1f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          1f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -4046,92 +4115,103 @@ pub unsafe extern "ptx-kernel" fn matmul_ones_past_k__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                  ::kernel_std::__private::device::unroll::<
                     8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          kk_3,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                        ),
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
+                            kk_3,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                              32i64,
                             ),
                           ),
                           (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        1,
+                        __p_k,
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
-                    }
-                    ::kernel_std::__private::device::store(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      __v[__i] = {
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            1f64,
+                          )
+                        }
+                      };
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    8,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| ::kernel_std::__private::device::store(
                       __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          1f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
+                      __v[__i],
+                    ),
+                  );
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

@@ -3901,64 +3901,14 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    batch_3,
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_K,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -3966,21 +3916,80 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                   {
@@ -4084,86 +4093,95 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                             ::kernel_std::__private::device::ptr_add(
                               ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_N,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    batch_3,
+                                    __p_K,
                                   ),
                                   __p_N,
                                 ),
                               ),
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  batch_3,
-                                  __p_K,
-                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                                 __p_N,
                               ),
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4355,64 +4373,14 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    batch_3,
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_K,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4420,21 +4388,80 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                   {
@@ -4538,86 +4565,95 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                             ::kernel_std::__private::device::ptr_add(
                               ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_N,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    batch_3,
+                                    __p_K,
                                   ),
                                   __p_N,
                                 ),
                               ),
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  batch_3,
-                                  __p_K,
-                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                                 __p_N,
                               ),
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
+                            __off1,
+                          );
+                          __v[__i] = if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          __v[__i],
+                        ),
+                      );
                     }
                   }
                 }
@@ -4915,64 +4951,14 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    batch_3,
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_K,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -4980,31 +4966,92 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                            ),
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -5240,96 +5287,107 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                             ::kernel_std::__private::device::ptr_add(
                               ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_N,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    batch_3,
+                                    __p_K,
                                   ),
                                   __p_N,
                                 ),
                               ),
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  batch_3,
-                                  __p_K,
-                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                                 __p_N,
                               ),
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
+                            __off1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -5653,64 +5711,14 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    batch_3,
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_K,
-                              ),
-                            ),
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -5718,31 +5726,92 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                            ),
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __off0,
+                          );
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_a_ptr,
+                                __len_a_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -5978,96 +6047,107 @@ pub unsafe extern "ptx-kernel" fn nested_batched_matmul__BM_64__BN_64__BK_32(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
+                      ::kernel_std::__private::device::unroll::<
                         8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                             ::kernel_std::__private::device::ptr_add(
                               ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_N,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    batch_3,
+                                    __p_K,
                                   ),
                                   __p_N,
                                 ),
                               ),
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  batch_3,
-                                  __p_K,
-                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                                 __p_N,
                               ),
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
+                            __off1,
                           );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
+                          __v[__i] = {
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          };
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        8,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| ::kernel_std::__private::device::store(
                           __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                          __v[__i],
+                        ),
+                      );
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
