@@ -124,7 +124,8 @@ fn stages_shrink_to_fit_shared_memory() {
 /// A K loop's chunks of rows aligned only to 2 bytes go through registers: where the
 /// accumulators leave room, every chunk of a thread is read before any is stored (`__halves`),
 /// else each chunk is read and stored in turn (`copy_chunk`); 4-byte-aligned chunks keep their
-/// `cp.async` pieces either way.
+/// `cp.async` pieces either way. Likewise the element path reads a chunk before storing it, or
+/// each element in turn.
 #[test]
 fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
     // 64x64 on 4 warps: 32 accumulator slots and 4 chunks per operand a thread.
@@ -134,10 +135,14 @@ fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
     assert!(small.contains(":: store_chunk_halves ("));
     assert!(small.contains(":: cp_async_pieces :: < 16 > ("));
     assert!(!small.contains(":: copy_chunk :: <"));
-    // 128x128 on 4 warps: 128 slots, no room for 5 registers a chunk beside them.
+    // The element path (masked or strided chunks) reads a chunk's 8 values before storing them.
+    assert!(small.contains("let mut __v : [:: kernel_std :: __private :: device :: F16 ; 8]"));
+    // 128x128 on 4 warps: 128 slots, no room for 5 registers a chunk beside them; the element
+    // path reads and stores each element in turn.
     let (large, _) = expand("", &matmul(3, 64, "").replace("BM = 64, BN = 64", "BM = 128, BN = 128"));
     assert!(!large.contains("load_chunk_halves"));
     assert!(large.contains(":: copy_chunk :: < 16 , 2 > ("));
+    assert!(!large.contains("let mut __v : ["));
 }
 
 #[test]
