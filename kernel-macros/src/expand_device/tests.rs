@@ -121,15 +121,22 @@ fn stages_shrink_to_fit_shared_memory() {
     assert_eq!(shared_bytes(&out), 131072 + 16);
 }
 
-/// A K loop's chunks of rows aligned only to 2 bytes go through registers: where the
-/// accumulators leave room, every chunk of a thread is read before any is stored (`__halves`),
-/// else each chunk is read and stored in turn (`copy_chunk`); 4-byte-aligned chunks keep their
-/// `cp.async` pieces either way. Likewise the element path reads a chunk before storing it, or
-/// each element in turn.
+/// A K loop's chunks of rows aligned only to 2 bytes go through registers: in `wgmma` bodies
+/// whose accumulators leave room, every chunk of a thread is read before any is stored
+/// (`__halves`), else each chunk is read and stored in turn (`copy_chunk`); 4-byte-aligned
+/// chunks keep their `cp.async` pieces either way. Likewise the element path reads a chunk
+/// before storing it, or each element in turn.
 #[test]
 fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
+    let (hopper, other) = ("# [cfg (target_feature = \"sm_90a\")]", "# [cfg (not (target_feature = \"sm_90a\"))]");
+    // The sm_90a body (up to the sm_80 one), and the sm_80 body.
+    let bodies = |out: &str| -> (String, String) {
+        let h = out.find(hopper).expect("an sm_90a body");
+        let o = h + out[h..].find(other).expect("an sm_80 body after it");
+        (out[h..o].to_string(), out[o..].to_string())
+    };
     // 64x64 on 4 warps: 32 accumulator slots and 4 chunks per operand a thread.
-    let (small, _) = expand("", &matmul(3, 64, ""));
+    let (small, small80) = bodies(&expand("", &matmul(3, 64, "")).0);
     assert!(small.contains("let mut __half : [[u32 ; 5] ; 4usize]"), "{small}");
     assert!(small.contains(":: load_chunk_halves (__g as * const u8)"));
     assert!(small.contains(":: store_chunk_halves ("));
@@ -137,9 +144,12 @@ fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
     assert!(!small.contains(":: copy_chunk :: <"));
     // The element path (masked or strided chunks) reads a chunk's 8 values before storing them.
     assert!(small.contains("let mut __v : [:: kernel_std :: __private :: device :: F16 ; 8]"));
+    // `mma.sync` (sm_80) keeps its registers for its fragments: one chunk, one element at a time.
+    assert!(small80.contains(":: copy_chunk :: < 16 , 2 > ("), "{small80}");
+    assert!(!small80.contains("load_chunk_halves") && !small80.contains("let mut __v : ["));
     // 128x128 on 4 warps: 128 slots, no room for 5 registers a chunk beside them; the element
     // path reads and stores each element in turn.
-    let (large, _) = expand("", &matmul(3, 64, "").replace("BM = 64, BN = 64", "BM = 128, BN = 128"));
+    let (large, _) = bodies(&expand("", &matmul(3, 64, "").replace("BM = 64, BN = 64", "BM = 128, BN = 128")).0);
     assert!(!large.contains("load_chunk_halves"));
     assert!(large.contains(":: copy_chunk :: < 16 , 2 > ("));
     assert!(!large.contains("let mut __v : ["));

@@ -66,10 +66,12 @@ struct OpCx<'o> {
 
 impl OpCx<'_> {
     /// Whether `regs` registers fit beside the accumulators' slots within [`READ_AHEAD_REGS`]
-    /// (a chunk's values read ahead of their stores).
+    /// (a chunk's values read ahead of their stores). Only in `wgmma` bodies: `mma.sync` bodies
+    /// keep their fragments in registers too (with the read-ahead, sm_80's 64x128x128 tiles
+    /// spilled).
     fn room_for(&self, regs: usize) -> bool {
         match self.layout {
-            Layout::Mma { tm, tn, .. } => tm * tn * 4 + regs <= READ_AHEAD_REGS,
+            Layout::Mma { tm, tn, wg: true, .. } => tm * tn * 4 + regs <= READ_AHEAD_REGS,
             _ => false,
         }
     }

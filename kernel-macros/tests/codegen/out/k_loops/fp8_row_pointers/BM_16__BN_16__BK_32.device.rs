@@ -1638,14 +1638,55 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                 let __sp = __smem.add(__dst + (__c * 8))
                   as *mut ::kernel_std::__private::device::F8E4M3;
                 let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                ::kernel_std::__private::device::unroll::<
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                   8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
+                          ),
+                          __p_K,
+                        ),
+                      ),
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1653,53 +1694,12 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_K,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __off0,
-                    );
-                    __v[__i] = {
+                    ),
+                    __off0,
+                  );
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    {
                       let __k: bool = __m
                         && ::kernel_std::__private::device::fits(
                           __a,
@@ -1717,19 +1717,10 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                           0f64,
                         )
                       }
-                    };
-                  },
-                );
-                ::kernel_std::__private::device::unroll::<
-                  8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| ::kernel_std::__private::device::store(
-                    __sp.add(__i),
-                    __v[__i],
-                  ),
-                );
+                    },
+                  );
+                  __i += 1;
+                }
                 if !__badp.is_null() {
                   ::kernel_std::__private::device::record_fault_at(
                     __badp,
@@ -1851,73 +1842,73 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                 let __sp = __smem.add(__dst + (__c * 8))
                   as *mut ::kernel_std::__private::device::F8E4M3;
                 let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                ::kernel_std::__private::device::unroll::<
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                   8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 16usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
                       ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        u32,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 16usize) % 32usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_N,
                           ),
-                        ),
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          u32,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
+                          __p_N,
                         ),
                       ),
-                      __off1,
-                    );
-                    __v[__i] = {
+                    ),
+                    __off1,
+                  );
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    {
                       let __k: bool = __m
                         && ::kernel_std::__private::device::fits(
                           __a,
@@ -1935,19 +1926,10 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                           0f64,
                         )
                       }
-                    };
-                  },
-                );
-                ::kernel_std::__private::device::unroll::<
-                  8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| ::kernel_std::__private::device::store(
-                    __sp.add(__i),
-                    __v[__i],
-                  ),
-                );
+                    },
+                  );
+                  __i += 1;
+                }
                 if !__badp.is_null() {
                   ::kernel_std::__private::device::record_fault_at(
                     __badp,
@@ -2236,14 +2218,55 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                 let __sp = __smem.add(__dst + (__c * 8))
                   as *mut ::kernel_std::__private::device::F8E4M3;
                 let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                ::kernel_std::__private::device::unroll::<
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                   8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_M,
+                          ),
+                          __p_K,
+                        ),
+                      ),
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2251,53 +2274,12 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_K,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __off0,
-                    );
-                    __v[__i] = {
+                    ),
+                    __off0,
+                  );
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    {
                       let __k: bool = __m
                         && ::kernel_std::__private::device::fits(
                           __a,
@@ -2315,19 +2297,10 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                           0f64,
                         )
                       }
-                    };
-                  },
-                );
-                ::kernel_std::__private::device::unroll::<
-                  8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| ::kernel_std::__private::device::store(
-                    __sp.add(__i),
-                    __v[__i],
-                  ),
-                );
+                    },
+                  );
+                  __i += 1;
+                }
                 if !__badp.is_null() {
                   ::kernel_std::__private::device::record_fault_at(
                     __badp,
@@ -2449,73 +2422,73 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                 let __sp = __smem.add(__dst + (__c * 8))
                   as *mut ::kernel_std::__private::device::F8E4M3;
                 let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                ::kernel_std::__private::device::unroll::<
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                   8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + __i);
-                            0usize + ((__pf / 16usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
                       ),
-                    );
-                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        u32,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 16usize) % 32usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_N,
                           ),
-                        ),
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          u32,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
+                          __p_N,
                         ),
                       ),
-                      __off1,
-                    );
-                    __v[__i] = {
+                    ),
+                    __off1,
+                  );
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    {
                       let __k: bool = __m
                         && ::kernel_std::__private::device::fits(
                           __a,
@@ -2533,19 +2506,10 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                           0f64,
                         )
                       }
-                    };
-                  },
-                );
-                ::kernel_std::__private::device::unroll::<
-                  8,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| ::kernel_std::__private::device::store(
-                    __sp.add(__i),
-                    __v[__i],
-                  ),
-                );
+                    },
+                  );
+                  __i += 1;
+                }
                 if !__badp.is_null() {
                   ::kernel_std::__private::device::record_fault_at(
                     __badp,

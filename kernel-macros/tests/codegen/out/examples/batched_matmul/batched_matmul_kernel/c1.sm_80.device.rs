@@ -3225,89 +3225,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -3526,89 +3517,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -3901,89 +3883,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -4202,89 +4175,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -4404,8 +4368,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4478,22 +4440,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4570,22 +4523,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -4662,22 +4606,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -4754,108 +4689,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4878,71 +4720,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4960,19 +4802,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -4990,8 +4823,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5050,22 +4881,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -5128,22 +4950,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5206,22 +5019,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5284,112 +5088,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -5413,71 +5120,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -5495,19 +5202,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -5544,8 +5242,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5618,22 +5314,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -5710,22 +5397,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -5802,22 +5480,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -5894,108 +5563,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -6018,71 +5594,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -6100,19 +5676,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -6130,8 +5697,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 256usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6190,22 +5755,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -6268,22 +5824,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -6346,22 +5893,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -6424,112 +5962,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -6553,71 +5994,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -6635,19 +6076,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

@@ -4568,89 +4568,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -5061,89 +5052,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -5436,89 +5418,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -5929,89 +5902,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -6131,8 +6095,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6205,22 +6167,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -6297,22 +6250,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -6389,22 +6333,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -6481,108 +6416,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -6605,71 +6447,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -6687,19 +6529,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -6717,8 +6550,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6777,22 +6608,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -6855,22 +6677,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -6933,22 +6746,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -7011,22 +6815,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
                   }
@@ -7089,22 +6884,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 4usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 4usize;
                   }
@@ -7167,22 +6953,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 5usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 5usize;
                   }
@@ -7245,22 +7022,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 6usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 6usize;
                   }
@@ -7323,200 +7091,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 7usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 7usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 4usize * 128usize + __tid;
-                  if __halves & (1u32 << 4usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[4usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 5usize * 128usize + __tid;
-                  if __halves & (1u32 << 5usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[5usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 6usize * 128usize + __tid;
-                  if __halves & (1u32 << 6usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[6usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 7usize * 128usize + __tid;
-                  if __halves & (1u32 << 7usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[7usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -7540,71 +7123,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -7622,19 +7205,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -7671,8 +7245,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7745,22 +7317,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -7837,22 +7400,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -7929,22 +7483,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -8021,108 +7566,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -8145,71 +7597,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -8227,19 +7679,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -8257,8 +7700,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 24576usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 8usize] = [[0u32; 5]; 8usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8317,22 +7758,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -8395,22 +7827,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
                   }
@@ -8473,22 +7896,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 2usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 2usize;
                   }
@@ -8551,22 +7965,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 3usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 3usize;
                   }
@@ -8629,22 +8034,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[4usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 4usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 4usize;
                   }
@@ -8707,22 +8103,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[5usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 5usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 5usize;
                   }
@@ -8785,22 +8172,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[6usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 6usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 6usize;
                   }
@@ -8863,200 +8241,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[7usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 7usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 7usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  if __halves & (1u32 << 2usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[2usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  if __halves & (1u32 << 3usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[3usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 4usize * 128usize + __tid;
-                  if __halves & (1u32 << 4usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[4usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 5usize * 128usize + __tid;
-                  if __halves & (1u32 << 5usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[5usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 6usize * 128usize + __tid;
-                  if __halves & (1u32 << 6usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[6usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 7usize * 128usize + __tid;
-                  if __halves & (1u32 << 7usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 128usize;
-                              __r * 128usize
-                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                  * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[7usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -9080,71 +8273,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -9162,19 +8355,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

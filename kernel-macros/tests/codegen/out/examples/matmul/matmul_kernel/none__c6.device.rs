@@ -3087,92 +3087,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -3443,89 +3434,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -3919,92 +3901,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -4121,89 +4094,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -4442,92 +4406,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -4798,89 +4753,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5274,92 +5220,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   } else {
                     let mut __slow: u32 = 0;
@@ -5476,89 +5413,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5992,8 +5920,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __dst: usize = 0usize + __buf * 6144usize;
                   if __cols0 {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6052,22 +5978,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6130,22 +6047,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6208,22 +6116,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6286,108 +6185,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -6410,74 +6216,74 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -6495,19 +6301,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -6522,8 +6319,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     }
                   } else {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6596,22 +6391,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6688,22 +6474,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6780,22 +6557,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6872,108 +6640,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -6996,71 +6671,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -7078,19 +6753,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -7110,8 +6776,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __dst: usize = 4096usize + __buf * 6144usize;
                   if __cols1 {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7304,22 +6968,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7516,66 +7171,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -7598,74 +7202,74 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -7683,19 +7287,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -7710,8 +7305,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     }
                   } else {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7769,22 +7362,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7846,66 +7430,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -7928,71 +7461,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -8010,19 +7543,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -8061,8 +7585,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __dst: usize = 0usize + __buf * 6144usize;
                   if __cols0 {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8121,22 +7643,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8199,22 +7712,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8277,22 +7781,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8355,108 +7850,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -8479,74 +7881,74 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -8564,19 +7966,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -8591,8 +7984,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     }
                   } else {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8665,22 +8056,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -8757,22 +8139,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -8849,22 +8222,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -8941,108 +8305,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -9065,71 +8336,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -9147,19 +8418,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -9179,8 +8441,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __dst: usize = 4096usize + __buf * 6144usize;
                   if __cols1 {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9373,22 +8633,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9585,66 +8836,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -9667,74 +8867,74 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -9752,19 +8952,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -9779,8 +8970,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     }
                   } else {
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 64usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9838,22 +9027,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -9915,66 +9095,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 32usize;
-                                  __r * 32usize
-                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -9997,71 +9126,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -10079,19 +9208,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -10822,89 +9942,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
                 {
@@ -11024,89 +10135,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
               }
@@ -11399,89 +10501,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
                 {
@@ -11601,89 +10694,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             }) + __sf % 8
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
               }
@@ -11803,8 +10887,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __off0: i64 = a_ptrs_12_off + __it * __st12;
                   let __dst: usize = 0usize + __buf * 6144usize;
                   let mut __slow: u32 = 0;
-                  let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 64usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -11877,22 +10959,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 0usize;
                     }
@@ -11969,22 +11042,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 1usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 1usize;
                     }
@@ -12061,22 +11125,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 2usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 2usize;
                     }
@@ -12153,108 +11208,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 3usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 3usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    if __halves & (1u32 << 1usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[1usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 2usize * 64usize + __tid;
-                    if __halves & (1u32 << 2usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[2usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 3usize * 64usize + __tid;
-                    if __halves & (1u32 << 3usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[3usize],
-                      );
                     }
                   }
                   while __slow != 0 {
@@ -12277,71 +11239,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -12359,19 +11321,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -12389,8 +11342,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __off1: i64 = b_ptrs_13_off + __it * __st13;
                   let __dst: usize = 4096usize + __buf * 6144usize;
                   let mut __slow: u32 = 0;
-                  let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 64usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -12448,22 +11399,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 0usize;
                     }
@@ -12525,66 +11467,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 1usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 1usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    if __halves & (1u32 << 1usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[1usize],
-                      );
                     }
                   }
                   while __slow != 0 {
@@ -12607,71 +11498,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -12689,19 +11580,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -12738,8 +11620,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __off0: i64 = a_ptrs_12_off + __it * __st12;
                   let __dst: usize = 0usize + __buf * 6144usize;
                   let mut __slow: u32 = 0;
-                  let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 64usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -12812,22 +11692,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 0usize;
                     }
@@ -12904,22 +11775,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 1usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 1usize;
                     }
@@ -12996,22 +11858,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 2usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 2usize;
                     }
@@ -13088,108 +11941,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 3usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 3usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    if __halves & (1u32 << 1usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[1usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 2usize * 64usize + __tid;
-                    if __halves & (1u32 << 2usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[2usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 3usize * 64usize + __tid;
-                    if __halves & (1u32 << 3usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[3usize],
-                      );
                     }
                   }
                   while __slow != 0 {
@@ -13212,71 +11972,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -13294,19 +12054,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -13324,8 +12075,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   let __off1: i64 = b_ptrs_13_off + __it * __st13;
                   let __dst: usize = 4096usize + __buf * 6144usize;
                   let mut __slow: u32 = 0;
-                  let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                  let mut __halves: u32 = 0;
                   {
                     let __c: usize = 0usize * 64usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -13383,22 +12132,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 0usize;
                     }
@@ -13460,66 +12200,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 1usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       __slow |= (1 as u32) << 1usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    if __halves & (1u32 << 1usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[1usize],
-                      );
                     }
                   }
                   while __slow != 0 {
@@ -13542,71 +12231,71 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           })) * 2,
                       ) as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -13624,19 +12313,10 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,

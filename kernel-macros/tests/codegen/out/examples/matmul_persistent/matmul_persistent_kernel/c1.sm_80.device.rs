@@ -4554,38 +4554,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -4594,69 +4604,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 64usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                   {
@@ -4875,56 +4866,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -4933,51 +4934,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 1usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5272,38 +5254,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -5312,69 +5304,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 64usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                   {
@@ -5593,56 +5566,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -5651,51 +5634,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 1usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5815,8 +5779,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5889,22 +5851,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -5981,22 +5934,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6073,22 +6017,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6165,108 +6100,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 256usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 256usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 256usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 256usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -6289,38 +6131,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -6329,51 +6181,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 64usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -6391,19 +6233,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -6421,8 +6254,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6481,22 +6312,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6559,22 +6381,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6637,22 +6450,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6715,112 +6519,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 256usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 256usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 256usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 256usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -6844,56 +6551,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -6902,33 +6619,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 1usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -6946,19 +6653,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -6997,8 +6695,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7071,22 +6767,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7163,22 +6850,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7255,22 +6933,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7347,108 +7016,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 256usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 256usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 256usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 256usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -7471,38 +7047,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -7511,51 +7097,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 64usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -7573,19 +7149,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -7603,8 +7170,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 16384usize + __buf * 32768usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 256usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7663,22 +7228,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7741,22 +7297,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7819,22 +7366,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7897,112 +7435,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 256usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 256usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 256usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 256usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -8026,56 +7467,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -8084,33 +7535,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                             0usize + ((__pf / 1usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -8128,19 +7569,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,

@@ -4554,38 +4554,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -4594,69 +4604,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 64usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                   {
@@ -4870,56 +4861,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -4928,51 +4929,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5267,38 +5249,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -5307,69 +5299,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 64usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                   {
@@ -5583,56 +5556,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -5641,51 +5624,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5805,8 +5769,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5879,22 +5841,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -5971,22 +5924,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6063,22 +6007,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6155,108 +6090,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 128usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 128usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -6279,38 +6121,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -6319,51 +6171,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 64usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -6381,19 +6223,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -6411,8 +6244,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 8192usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6470,22 +6301,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -6547,22 +6369,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -6624,22 +6437,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -6701,108 +6505,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 128usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 128usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -6825,56 +6536,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -6883,33 +6604,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -6927,19 +6638,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -6978,8 +6680,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off0: i64 = a_ptrs_stepped_33_off + __it * __st33;
                     let __dst: usize = 0usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7052,22 +6752,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7144,22 +6835,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7236,22 +6918,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7328,108 +7001,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_a_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 128usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 128usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -7452,38 +7032,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_m_13,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_m_13,
                                       (0i32)
                                         .wrapping_add(
@@ -7492,51 +7082,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 64usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_m_13,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    __p_M,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
                                   ),
-                                  __p_stride_ak,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -7554,19 +7134,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -7584,8 +7155,6 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                     let __off1: i64 = b_ptrs_stepped_34_off + __it * __st34;
                     let __dst: usize = 8192usize + __buf * 16384usize;
                     let mut __slow: u32 = 0;
-                    let mut __half: [[u32; 5]; 4usize] = [[0u32; 5]; 4usize];
-                    let mut __halves: u32 = 0;
                     {
                       let __c: usize = 0usize * 128usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7643,22 +7212,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 0usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 0usize;
                       }
@@ -7720,22 +7280,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 1usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 1usize;
                       }
@@ -7797,22 +7348,13 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[2usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 2usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 2usize;
                       }
@@ -7874,108 +7416,15 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             __len_b_ptr,
                             8usize,
                           ))
-                        && (::kernel_std::__private::device::cp_async_pieces::<
+                        && ::kernel_std::__private::device::copy_chunk::<
                           16,
+                          2,
                         >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        )
-                          || {
-                            let __h = (__g as usize) % 2 == 0;
-                            if __h {
-                              __half[3usize] = ::kernel_std::__private::device::load_chunk_halves(
-                                __g as *const u8,
-                              );
-                              __halves |= 1u32 << 3usize;
-                            }
-                            __h
-                          }))
+                        ))
                       {
                         __slow |= (1 as u32) << 3usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      if __halves & (1u32 << 0usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[0usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      if __halves & (1u32 << 1usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[1usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 128usize + __tid;
-                      if __halves & (1u32 << 2usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[2usize],
-                        );
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 128usize + __tid;
-                      if __halves & (1u32 << 3usize) != 0 {
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        ::kernel_std::__private::device::store_chunk_halves(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (__dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2) as u32,
-                          __half[3usize],
-                        );
                       }
                     }
                     while __slow != 0 {
@@ -7998,56 +7447,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ki_22,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ki_22,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                {
+                                  let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                    start_n_14,
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
                                         }) as i32,
                                       ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  {
-                                    let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                  );
+                                  let __wb = (0i32);
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
                                       start_n_14,
                                       (0i32)
                                         .wrapping_add(
@@ -8056,33 +7515,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                                           }) as i32,
                                         ),
-                                    );
-                                    let __wb = (0i32);
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        start_n_14,
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ) {
-                                      __wa
-                                    } else {
-                                      __wb
-                                    }
-                                  },
-                                  __p_stride_bn,
-                                ),
+                                    ),
+                                    __p_N,
+                                  ) {
+                                    __wa
+                                  } else {
+                                    __wb
+                                  }
+                                },
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -8100,19 +7549,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,

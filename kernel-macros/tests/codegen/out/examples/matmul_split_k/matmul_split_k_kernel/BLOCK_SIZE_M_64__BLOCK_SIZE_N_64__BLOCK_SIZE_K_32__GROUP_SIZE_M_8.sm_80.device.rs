@@ -2044,108 +2044,99 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_m_9,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_ak,
+                              __p_M,
                             ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -2287,108 +2278,99 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
-                              split_k_2,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
+                            __p_stride_bk,
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_n_10,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_bk,
+                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -2595,108 +2577,99 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_m_9,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_ak,
+                              __p_M,
                             ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -2838,108 +2811,99 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
-                              split_k_2,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
+                            __p_stride_bk,
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_n_10,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_bk,
+                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -3059,8 +3023,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3152,22 +3114,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3263,66 +3216,15 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -3345,90 +3247,90 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_m_9,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_ak,
+                              __p_M,
                             ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -3446,19 +3348,10 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3476,8 +3369,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3546,22 +3437,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3634,66 +3516,15 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -3716,90 +3547,90 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
-                              split_k_2,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
+                            __p_stride_bk,
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_n_10,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_bk,
+                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -3817,19 +3648,10 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3866,8 +3688,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3959,22 +3779,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4070,66 +3881,15 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4152,90 +3912,90 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_m_9,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_ak,
+                              __p_M,
                             ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4253,19 +4013,10 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -4283,8 +4034,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4353,22 +4102,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4441,66 +4181,15 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4523,90 +4212,90 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
+                            split_k_2,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
-                              split_k_2,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
+                            __p_stride_bk,
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
+                                  pid_n_10,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
+                                    64i64,
                                   ),
                                 ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                              __p_stride_bk,
+                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4624,19 +4313,10 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

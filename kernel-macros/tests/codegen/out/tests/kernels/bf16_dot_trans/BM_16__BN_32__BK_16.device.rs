@@ -854,16 +854,46 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -872,60 +902,21 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -975,16 +966,41 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -993,55 +1009,21 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_bt,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -1128,16 +1110,46 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1146,60 +1158,21 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -1249,16 +1222,41 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1267,55 +1265,21 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_bt,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -1453,8 +1417,6 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
                 let __dst: usize = 0usize + __buf * 1536usize;
-                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 32usize {
@@ -1526,36 +1488,57 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_a,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1564,42 +1547,12 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -1617,19 +1570,10 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -1644,35 +1588,10 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     }
                   }
                 }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __c < 32usize {
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
-                    }
-                  }
-                }
               }
               {
                 let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 64usize {
@@ -1726,36 +1645,52 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_bt,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1764,37 +1699,12 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_bt,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -1812,19 +1722,10 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -1836,29 +1737,6 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           ::core::line!(),
                         );
                       }
-                    }
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __c < 64usize {
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
                     }
                   }
                 }
@@ -1885,8 +1763,6 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = ptrs_stepped_9_off + __it * __st9;
                 let __dst: usize = 0usize + __buf * 1536usize;
-                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 32usize {
@@ -1958,36 +1834,57 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_a,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i64 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::cast::<
+                                  i32,
+                                  i64,
+                                >(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_lda,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1996,42 +1893,12 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -2049,19 +1916,10 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -2076,35 +1934,10 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     }
                   }
                 }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __c < 32usize {
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
-                    }
-                  }
-                }
               }
               {
                 let __off1: i64 = ptrs_stepped_10_off + __it * __st10;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                let mut __half: [[u32; 5]; 1usize] = [[0u32; 5]; 1usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   if __c < 64usize {
@@ -2158,36 +1991,52 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           __len_bt,
                           8usize,
                         ))
-                      && (::kernel_std::__private::device::cp_async_pieces::<
+                      && ::kernel_std::__private::device::copy_chunk::<
                         16,
+                        2,
                       >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      )
-                        || {
-                          let __h = (__g as usize) % 2 == 0;
-                          if __h {
-                            __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                              __g as *const u8,
-                            );
-                            __halves |= 1u32 << 0usize;
-                          }
-                          __h
-                        }))
+                      ))
                     {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::BF16;
                       let mut __badp: *mut ::kernel_std::__private::device::BF16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::BF16; 8] = [<::kernel_std::__private::device::BF16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_bt,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_k,
+                              ),
+                            ),
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
+                              (0i32),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2196,37 +2045,12 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                   }) as i32,
                                 ),
                             ),
-                            __p_k,
-                          );
-                          let __a: *mut ::kernel_std::__private::device::BF16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_bt,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                (0i32),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -2244,19 +2068,10 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -2268,29 +2083,6 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           ::core::line!(),
                         );
                       }
-                    }
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __c < 64usize {
-                    if __halves & (1u32 << 0usize) != 0 {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      ::kernel_std::__private::device::store_chunk_halves(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (__dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2) as u32,
-                        __half[0usize],
-                      );
                     }
                   }
                 }

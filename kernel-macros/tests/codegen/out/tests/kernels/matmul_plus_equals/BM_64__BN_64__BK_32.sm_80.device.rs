@@ -1958,111 +1958,102 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -2266,111 +2257,102 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_k,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_k,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_n,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_n,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -2593,111 +2575,102 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -2901,111 +2874,102 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_k,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_k,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_n,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_n,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -3125,8 +3089,6 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off0: i64 = ptrs_stepped_7_off + __it * __st7;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3225,22 +3187,13 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3343,66 +3296,15 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -3425,93 +3327,93 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -3529,19 +3431,10 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3559,8 +3452,6 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off1: i64 = ptrs_stepped_8_off + __it * __st8;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3659,22 +3550,13 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3777,66 +3659,15 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -3859,93 +3690,93 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_k,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_k,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_n,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_n,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -3963,19 +3794,10 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -4012,8 +3834,6 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off0: i64 = ptrs_stepped_7_off + __it * __st7;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4112,22 +3932,13 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4230,66 +4041,15 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4312,93 +4072,93 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4416,19 +4176,10 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -4446,8 +4197,6 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                 let __off1: i64 = ptrs_stepped_8_off + __it * __st8;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4546,22 +4295,13 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4664,66 +4404,15 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         __len_b,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4746,93 +4435,93 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_k,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_k,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_n,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_n,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4850,19 +4539,10 @@ pub unsafe extern "ptx-kernel" fn matmul_plus_equals__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,

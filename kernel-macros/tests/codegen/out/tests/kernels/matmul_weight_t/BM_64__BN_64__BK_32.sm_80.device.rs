@@ -1953,111 +1953,102 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -2261,111 +2252,102 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_n,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_n,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_w,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_w,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -2588,111 +2570,102 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
               {
@@ -2896,111 +2869,102 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                           }) + __sf % 8
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_n,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_n,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_w,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_w,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = if __m {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
                         ::kernel_std::__private::device::load(__a)
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                 }
               }
             }
@@ -3110,8 +3074,6 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 let __off0: i64 = ptrs_stepped_8_off + __it * __st8;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3210,22 +3172,13 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3328,66 +3281,15 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -3410,93 +3312,93 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -3514,19 +3416,10 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3544,8 +3437,6 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 let __off1: i64 = ptrs_stepped_9_off + __it * __st9;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3644,22 +3535,13 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_w,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -3762,66 +3644,15 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_w,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -3844,93 +3675,93 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_n,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_n,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_w,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_w,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -3948,19 +3779,10 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -3997,8 +3819,6 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 let __off0: i64 = ptrs_stepped_8_off + __it * __st8;
                 let __dst: usize = 0usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4097,22 +3917,13 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4215,66 +4026,15 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_a,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4297,93 +4057,93 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_m,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off0,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4401,19 +4161,10 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
@@ -4431,8 +4182,6 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                 let __off1: i64 = ptrs_stepped_9_off + __it * __st9;
                 let __dst: usize = 4096usize + __buf * 8192usize;
                 let mut __slow: u32 = 0;
-                let mut __half: [[u32; 5]; 2usize] = [[0u32; 5]; 2usize];
-                let mut __halves: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4531,22 +4280,13 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_w,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[0usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 0usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 0usize;
                   }
@@ -4649,66 +4389,15 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         __len_w,
                         8usize,
                       ))
-                    && (::kernel_std::__private::device::cp_async_pieces::<
+                    && ::kernel_std::__private::device::copy_chunk::<
                       16,
+                      2,
                     >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    )
-                      || {
-                        let __h = (__g as usize) % 2 == 0;
-                        if __h {
-                          __half[1usize] = ::kernel_std::__private::device::load_chunk_halves(
-                            __g as *const u8,
-                          );
-                          __halves |= 1u32 << 1usize;
-                        }
-                        __h
-                      }))
+                    ))
                   {
                     __slow |= (1 as u32) << 1usize;
-                  }
-                }
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  if __halves & (1u32 << 0usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[0usize],
-                    );
-                  }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  if __halves & (1u32 << 1usize) != 0 {
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::store_chunk_halves(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (__dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                      __half[1usize],
-                    );
                   }
                 }
                 while __slow != 0 {
@@ -4731,93 +4420,93 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                         })) * 2,
                     ) as *mut ::kernel_std::__private::device::F16;
                   let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                  ::kernel_std::__private::device::unroll::<
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                     8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          __p_n,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              kk_3,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_n,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            kk_3,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_w,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
+                          __p_w,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
                               ),
-                              __p_k,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            __p_k,
                           ),
                         ),
-                        __off1,
-                      );
-                      __v[__i] = {
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      {
                         let __k: bool = __m
                           && ::kernel_std::__private::device::fits(
                             __a,
@@ -4835,19 +4524,10 @@ pub unsafe extern "ptx-kernel" fn matmul_weight_t__BM_64__BN_64__BK_32(
                             0f64,
                           )
                         }
-                      };
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      __v[__i],
-                    ),
-                  );
+                      },
+                    );
+                    __i += 1;
+                  }
                   if !__badp.is_null() {
                     ::kernel_std::__private::device::record_fault_at(
                       __badp,
