@@ -124,8 +124,7 @@ fn stages_shrink_to_fit_shared_memory() {
 /// A K loop's chunks of rows aligned only to 2 bytes go through registers: in `wgmma` bodies
 /// whose accumulators leave room, every chunk of a thread is read before any is stored
 /// (`__halves`), else each chunk is read and stored in turn (`copy_chunk`); 4-byte-aligned
-/// chunks keep their `cp.async` pieces either way. Likewise the element path reads a chunk
-/// before storing it, or each element in turn.
+/// chunks keep their `cp.async` pieces either way.
 #[test]
 fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
     let (hopper, other) = ("# [cfg (target_feature = \"sm_90a\")]", "# [cfg (not (target_feature = \"sm_90a\"))]");
@@ -142,17 +141,13 @@ fn chunks_of_rows_aligned_to_2_bytes_are_read_ahead_where_registers_allow() {
     assert!(small.contains(":: store_chunk_halves ("));
     assert!(small.contains(":: cp_async_pieces :: < 16 > ("));
     assert!(!small.contains(":: copy_chunk :: <"));
-    // The element path (masked or strided chunks) reads a chunk's 8 values before storing them.
-    assert!(small.contains("let mut __v : [:: kernel_std :: __private :: device :: F16 ; 8]"));
-    // `mma.sync` (sm_80) keeps its registers for its fragments: one chunk, one element at a time.
+    // `mma.sync` (sm_80) keeps its registers for its fragments: one chunk at a time.
     assert!(small80.contains(":: copy_chunk :: < 16 , 2 > ("), "{small80}");
-    assert!(!small80.contains("load_chunk_halves") && !small80.contains("let mut __v : ["));
-    // 128x128 on 4 warps: 128 slots, no room for 5 registers a chunk beside them; the element
-    // path reads and stores each element in turn.
+    assert!(!small80.contains("load_chunk_halves"));
+    // 128x128 on 4 warps: 128 slots, no room for 5 registers a chunk beside them.
     let (large, _) = bodies(&expand("", &matmul(3, 64, "").replace("BM = 64, BN = 64", "BM = 128, BN = 128")).0);
     assert!(!large.contains("load_chunk_halves"));
     assert!(large.contains(":: copy_chunk :: < 16 , 2 > ("));
-    assert!(!large.contains("let mut __v : ["));
 }
 
 #[test]

@@ -29,10 +29,9 @@ pub(super) struct OperandCode {
     pub(super) maps: Vec<TmaDesc>,
 }
 
-/// The most accumulator slots plus registers for values read ahead of their stores: all of a
-/// thread's chunks of 2-byte-aligned rows (5 a chunk, see [`DevGen::chunk_copies`]), or the 8
-/// elements of a chunk on the element path ([`DevGen::elem_loop`]); beyond it each chunk, or
-/// each element, is read and stored in turn.
+/// The most accumulator slots plus registers for values read ahead of their stores (all of a
+/// thread's chunks of 2-byte-aligned rows, 5 registers a chunk, see [`DevGen::chunk_copies`]);
+/// beyond it each chunk is read and stored in turn.
 const READ_AHEAD_REGS: usize = 128;
 
 /// What the parts of one operand's code share (see `DevGen::pipe_operand`).
@@ -346,28 +345,14 @@ impl<'a> DevGen<'a> {
         )
     }
 
-    /// The element path of a chunk in staging `o` into `__sp`: each element binds its mask bit
-    /// `__m` and address `__a`, and `value` (given the element's `other` value) is what goes to
-    /// shared memory. Where the accumulators leave room ([`OpCx::room_for`] 16 registers), the
-    /// 8 values are read first and stored after (unrolled), so that the chunk's loads are in
-    /// flight together (a chunk down the strided rows of a transposed operand); else a loop
-    /// over the elements (not unrolled: its trip count is opaque, so that the rarely taken code
-    /// stays small and the K loop fits the instruction cache) that reads and stores each in turn.
+    /// The element path of a chunk in staging `o` into `__sp`: a loop over its elements (not
+    /// unrolled: its trip count is opaque, so that the rarely taken code stays small and the K
+    /// loop fits the instruction cache) that binds each one's mask bit `__m` and address `__a`
+    /// and stores `value` (given the element's `other` value).
     fn elem_loop(&mut self, oc: &OpCx<'_>, o: Staging, value: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
         let (d, e, off) = (&self.p.d, &oc.e, &oc.off);
         let (b_i, m_i, o_i) = self.chunk_elem(oc, o);
         let value = value(&o_i);
-        if oc.room_for(16) {
-            return quote! {
-                let mut __v: [#e; 8] = [<#e as ::core::default::Default>::default(); 8];
-                #d::unroll::<8, _>(#[inline(always)] |__i: usize| {
-                    let __m: bool = #m_i;
-                    let __a: *mut #e = #d::ptr_add(#b_i, #off);
-                    __v[__i] = #value;
-                });
-                #d::unroll::<8, _>(#[inline(always)] |__i: usize| #d::store(__sp.add(__i), __v[__i]));
-            };
-        }
         quote! {
             let __ne: usize = #d::opaque_usize(8);
             let mut __i: usize = 0;

@@ -2668,86 +2668,77 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
                                       ),
-                                      __p_M,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    __p_K,
+                                    __p_M,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
+                                  __p_K,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __off0,
-                            );
-                            __v[__i] = if __m {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
@@ -2793,86 +2784,77 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         } else {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            32i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -2967,86 +2949,77 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
                                       ),
-                                      __p_M,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    __p_K,
+                                    __p_M,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
+                                  __p_K,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __off0,
-                            );
-                            __v[__i] = if __m {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
@@ -3092,86 +3065,77 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         } else {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            32i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -3298,68 +3262,68 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
                                       ),
-                                      __p_M,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    __p_K,
+                                    __p_M,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
+                                  __p_K,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __off0,
-                            );
-                            __v[__i] = {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            {
                               let __k: bool = __m
                                 && ::kernel_std::__private::device::fits(
                                   __a,
@@ -3377,19 +3341,10 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                                   0f64,
                                 )
                               }
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3508,68 +3463,68 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            32i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -3587,19 +3542,10 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -3769,68 +3715,68 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
                                       ),
-                                      __p_M,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
-                                    __p_K,
+                                    __p_M,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
+                                  __p_K,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __off0,
-                            );
-                            __v[__i] = {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            {
                               let __k: bool = __m
                                 && ::kernel_std::__private::device::fits(
                                   __a,
@@ -3848,19 +3794,10 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                                   0f64,
                                 )
                               }
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3979,68 +3916,68 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          32i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            32i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -4058,19 +3995,10 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,

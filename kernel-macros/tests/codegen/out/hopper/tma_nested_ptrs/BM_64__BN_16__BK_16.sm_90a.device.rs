@@ -2481,14 +2481,64 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2496,80 +2546,21 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_a_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __off0,
-                            );
-                            __v[__i] = if __m {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
@@ -2615,95 +2606,86 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         } else {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    ::kernel_std::__private::device::ptr_add(
-                                      __p_b_ptr,
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
+                                    __p_b_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(1u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            16i64,
                                           ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
                                         ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_K,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                            }) as i32,
+                                          ),
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_K,
+                                    ),
                                     __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -2807,14 +2789,64 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2822,80 +2854,21 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_a_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __off0,
-                            );
-                            __v[__i] = if __m {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
@@ -2941,95 +2914,86 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         } else {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    ::kernel_std::__private::device::ptr_add(
-                                      __p_b_ptr,
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
+                                    __p_b_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(1u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            16i64,
                                           ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
                                         ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_K,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                            }) as i32,
+                                          ),
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_K,
+                                    ),
                                     __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -3165,14 +3129,64 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3180,62 +3194,12 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_a_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __off0,
-                            );
-                            __v[__i] = {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            {
                               let __k: bool = __m
                                 && ::kernel_std::__private::device::fits(
                                   __a,
@@ -3253,19 +3217,10 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                   0f64,
                                 )
                               }
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3384,77 +3339,77 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    ::kernel_std::__private::device::ptr_add(
-                                      __p_b_ptr,
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
+                                    __p_b_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(1u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            16i64,
                                           ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
                                         ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_K,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                            }) as i32,
+                                          ),
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_K,
+                                    ),
                                     __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -3472,19 +3427,10 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -3663,14 +3609,64 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  __p_a_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_M,
+                                    ),
+                                    __p_K,
+                                  ),
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3678,62 +3674,12 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_a_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(0u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __off0,
-                            );
-                            __v[__i] = {
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            {
                               let __k: bool = __m
                                 && ::kernel_std::__private::device::fits(
                                   __a,
@@ -3751,19 +3697,10 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                   0f64,
                                 )
                               }
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3882,77 +3819,77 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
                                 ::kernel_std::__private::device::ptr_add(
                                   ::kernel_std::__private::device::ptr_add(
-                                    ::kernel_std::__private::device::ptr_add(
-                                      __p_b_ptr,
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
+                                    __p_b_ptr,
+                                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                                      <i32 as ::kernel_std::__private::device::Num>::add(
+                                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                                          ::kernel_std::__private::device::program_id(1u32),
+                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                            16i64,
                                           ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
                                         ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        batch_3,
-                                        __p_K,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                            }) as i32,
+                                          ),
                                       ),
                                       __p_N,
                                     ),
                                   ),
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      batch_3,
+                                      __p_K,
+                                    ),
                                     __p_N,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -3970,19 +3907,10 @@ pub unsafe extern "ptx-kernel" fn tma_nested_ptrs__BM_64__BN_16__BK_16(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,

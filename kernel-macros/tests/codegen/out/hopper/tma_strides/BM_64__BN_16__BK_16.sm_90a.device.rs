@@ -2488,92 +2488,83 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  k_6,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                                k_6,
+                                k_6,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(0u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_sam,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_sak,
-                                ),
+                                __p_sam,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_sak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -2619,86 +2610,77 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
                               ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
-                                    __p_N,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
+                                  __p_N,
                                 ),
                               ),
-                              __off1,
-                            );
-                            __v[__i] = if __m {
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
@@ -2794,92 +2776,83 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                     } else {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  k_6,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                                k_6,
+                                k_6,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(0u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_sam,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_sak,
-                                ),
+                                __p_sam,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_sak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -2925,86 +2898,77 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                       } else {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
                               ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
-                                    __p_N,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
+                                  __p_N,
                                 ),
                               ),
-                              __off1,
-                            );
-                            __v[__i] = if __m {
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
                               ::kernel_std::__private::device::load(__a)
                             } else {
                               <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                 0f64,
                               )
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
@@ -3131,74 +3095,74 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  k_6,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                                k_6,
+                                k_6,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(0u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_sam,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_sak,
-                                ),
+                                __p_sam,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_sak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -3216,19 +3180,10 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -3347,68 +3302,68 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
                               ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
-                                    __p_N,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
+                                  __p_N,
                                 ),
                               ),
-                              __off1,
-                            );
-                            __v[__i] = {
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            {
                               let __k: bool = __m
                                 && ::kernel_std::__private::device::fits(
                                   __a,
@@ -3426,19 +3381,10 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                                   0f64,
                                 )
                               }
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,
@@ -3609,74 +3555,74 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  k_6,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                                k_6,
+                                k_6,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(0u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_sam,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_sak,
-                                ),
+                                __p_sam,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_sak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -3694,19 +3640,10 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -3825,68 +3762,68 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                        ::kernel_std::__private::device::unroll::<
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                           8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
                                 ),
                               ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
                                         }) as i32,
                                       ),
-                                    __p_N,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
+                                  __p_N,
                                 ),
                               ),
-                              __off1,
-                            );
-                            __v[__i] = {
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            {
                               let __k: bool = __m
                                 && ::kernel_std::__private::device::fits(
                                   __a,
@@ -3904,19 +3841,10 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                                   0f64,
                                 )
                               }
-                            };
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          8,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            __v[__i],
-                          ),
-                        );
+                            },
+                          );
+                          __i += 1;
+                        }
                         if !__badp.is_null() {
                           ::kernel_std::__private::device::record_fault_at(
                             __badp,

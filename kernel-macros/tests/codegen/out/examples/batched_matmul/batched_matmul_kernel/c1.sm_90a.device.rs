@@ -6603,89 +6603,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                   {
@@ -6870,89 +6861,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 }) + __tc % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -7246,89 +7228,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               }) + __sf % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                   {
@@ -7513,89 +7486,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 }) + __tc % 8
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = if __m {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
                             ::kernel_std::__private::device::load(__a)
                           } else {
                             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             )
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -8101,71 +8065,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -8183,19 +8147,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -8654,71 +8609,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -8736,19 +8691,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -9292,71 +9238,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
                                     ),
-                                    __p_M,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
                                   ),
-                                  __p_stride_am,
+                                  __p_M,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
                               ),
                             ),
-                            __off0,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -9374,19 +9320,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,
@@ -9845,71 +9782,71 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             })) * 2,
                         ) as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                      ::kernel_std::__private::device::unroll::<
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                         8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bn,
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
                                 ),
+                                __p_stride_bn,
                               ),
                             ),
-                            __off1,
-                          );
-                          __v[__i] = {
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          {
                             let __k: bool = __m
                               && ::kernel_std::__private::device::fits(
                                 __a,
@@ -9927,19 +9864,10 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 0f64,
                               )
                             }
-                          };
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        8,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          __v[__i],
-                        ),
-                      );
+                          },
+                        );
+                        __i += 1;
+                      }
                       if !__badp.is_null() {
                         ::kernel_std::__private::device::record_fault_at(
                           __badp,

@@ -4524,89 +4524,80 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
                 {
@@ -4934,89 +4925,80 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        128i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
               }
@@ -5590,89 +5572,80 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
                 {
@@ -6000,89 +5973,80 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        128i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = if __m {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
                           ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
                           )
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
               }
@@ -6424,71 +6388,71 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
                     let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -6506,19 +6470,10 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -7026,71 +6981,71 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
                     let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        128i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -7108,19 +7063,10 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -7790,71 +7736,71 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
                     let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -7872,19 +7818,10 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,
@@ -8392,71 +8329,71 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     let __sp = __smem.add(__dst + (__c * 8))
                       as *mut ::kernel_std::__private::device::F8E4M3;
                     let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let mut __v: [::kernel_std::__private::device::F8E4M3; 8] = [<::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default(); 8];
-                    ::kernel_std::__private::device::unroll::<
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                       8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        128i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_bn,
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
-                        );
-                        __v[__i] = {
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        {
                           let __k: bool = __m
                             && ::kernel_std::__private::device::fits(
                               __a,
@@ -8474,19 +8411,10 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                               0f64,
                             )
                           }
-                        };
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      8,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        __v[__i],
-                      ),
-                    );
+                        },
+                      );
+                      __i += 1;
+                    }
                     if !__badp.is_null() {
                       ::kernel_std::__private::device::record_fault_at(
                         __badp,

@@ -8300,38 +8300,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -8340,69 +8350,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 64usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                       {
@@ -8587,56 +8578,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     }) + __tc % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -8645,51 +8646,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -8983,38 +8965,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -9023,69 +9015,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 64usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                       {
@@ -9270,56 +9243,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     }) + __tc % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -9328,51 +9311,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -9878,38 +9842,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -9918,51 +9892,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 64usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -9980,19 +9944,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -10451,56 +10406,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -10509,33 +10474,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -10553,19 +10508,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -11109,38 +11055,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -11149,51 +11105,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 64usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -11211,19 +11157,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -11682,56 +11619,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -11740,33 +11687,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -11784,19 +11721,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c1(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,

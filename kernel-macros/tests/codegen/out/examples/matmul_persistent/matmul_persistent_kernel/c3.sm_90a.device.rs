@@ -10280,38 +10280,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -10320,69 +10330,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                       {
@@ -10723,56 +10714,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                     }) + __tc % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -10781,51 +10782,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -11119,38 +11101,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -11159,69 +11151,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                       {
@@ -11562,56 +11535,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                     }) + __tc % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -11620,51 +11603,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -12170,38 +12134,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -12210,51 +12184,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -12272,19 +12236,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -13159,56 +13114,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -13217,33 +13182,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -13261,19 +13216,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -13817,38 +13763,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -13857,51 +13813,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -13919,19 +13865,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -14806,56 +14743,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 128usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -14864,33 +14811,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -14908,19 +14845,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c3(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,

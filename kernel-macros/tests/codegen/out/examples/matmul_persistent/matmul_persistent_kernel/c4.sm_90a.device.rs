@@ -8186,38 +8186,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -8226,69 +8236,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                       {
@@ -8470,56 +8461,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -8528,51 +8529,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -8866,38 +8848,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -8906,69 +8898,50 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                       {
@@ -9150,56 +9123,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                   }) + __sf % 8
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -9208,51 +9191,32 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = if __m {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                         }
                       }
                     }
@@ -9758,38 +9722,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -9798,51 +9772,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -9860,19 +9824,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -10304,56 +10259,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -10362,33 +10327,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -10406,19 +10361,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -10962,38 +10908,48 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_m_13,
+                                        (0i32)
+                                          .wrapping_add(
+                                            ({
+                                              let __pf: usize = (__f0 + __i);
+                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                            }) as i32,
+                                          ),
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_m_13,
                                           (0i32)
                                             .wrapping_add(
@@ -11002,51 +10958,41 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 64usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_m_13,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_M,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_am,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
                                         ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                        __p_M,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_am,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
                                       ),
-                                      __p_stride_ak,
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_stride_ak,
                                   ),
                                 ),
-                                __off0,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off0,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -11064,19 +11010,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
@@ -11508,56 +11445,66 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                 })) * 2,
                             ) as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let mut __v: [::kernel_std::__private::device::F16; 8] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8];
-                          ::kernel_std::__private::device::unroll::<
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
                             8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ki_22,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ki_22,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
                                 ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (0i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        (0i32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
                                         ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_stride_bk,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    {
+                                      let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                        start_n_14,
                                         (0i32)
                                           .wrapping_add(
                                             ({
                                               let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                                             }) as i32,
                                           ),
-                                      ),
-                                      __p_stride_bk,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      {
-                                        let __wa = <i32 as ::kernel_std::__private::device::Num>::add(
+                                      );
+                                      let __wb = (0i32);
+                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                        <i32 as ::kernel_std::__private::device::Num>::add(
                                           start_n_14,
                                           (0i32)
                                             .wrapping_add(
@@ -11566,33 +11513,23 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                                               }) as i32,
                                             ),
-                                        );
-                                        let __wb = (0i32);
-                                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                          <i32 as ::kernel_std::__private::device::Num>::add(
-                                            start_n_14,
-                                            (0i32)
-                                              .wrapping_add(
-                                                ({
-                                                  let __pf: usize = (__f0 + __i);
-                                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                                }) as i32,
-                                              ),
-                                          ),
-                                          __p_N,
-                                        ) {
-                                          __wa
-                                        } else {
-                                          __wb
-                                        }
-                                      },
-                                      __p_stride_bn,
-                                    ),
+                                        ),
+                                        __p_N,
+                                      ) {
+                                        __wa
+                                      } else {
+                                        __wb
+                                      }
+                                    },
+                                    __p_stride_bn,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              __v[__i] = {
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              {
                                 let __k: bool = __m
                                   && ::kernel_std::__private::device::fits(
                                     __a,
@@ -11610,19 +11547,10 @@ pub unsafe extern "ptx-kernel" fn matmul_persistent_kernel__c4(
                                     0f64,
                                   )
                                 }
-                              };
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            8,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              __v[__i],
-                            ),
-                          );
+                              },
+                            );
+                            __i += 1;
+                          }
                           if !__badp.is_null() {
                             ::kernel_std::__private::device::record_fault_at(
                               __badp,
