@@ -35,7 +35,6 @@ pub(super) struct OperandCode {
 const READ_AHEAD_REGS: usize = 128;
 
 /// What the parts of one operand's code share (see `DevGen::pipe_operand`).
-
 struct OpCx<'o> {
     oi: usize,
     op: &'o PipeOp,
