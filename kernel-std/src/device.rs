@@ -1404,9 +1404,9 @@ pub unsafe fn cp_async_pieces<const BYTES: usize>(saddr: u32, gptr: *const u8) -
 /// Copies `BYTES` (8 or 16; for 4-byte elements any multiple of 8) contiguous bytes of `ELEM`-byte
 /// elements (1, 2 or 4) from global to shared memory: by `cp.async` in pieces where `gptr` is
 /// 4-byte aligned ([`cp_async_pieces`]); else, where it is `ELEM`-aligned (a row whose length in
-/// bytes is not a multiple of 4), through registers: the elements are read with the widest
-/// loads their alignment allows, all issued before the one `st.shared` of the chunk, so that
-/// the chunk waits for global memory once. `saddr` is `BYTES`-aligned. Returns `false`,
+/// bytes is not a multiple of 4), through registers: 2-byte elements as [`load_chunk_halves`]
+/// reads them, bytes one by one, all loads issued before the one `st.shared` of the chunk, so
+/// that the chunk waits for global memory once. `saddr` is `BYTES`-aligned. Returns `false`,
 /// copying nothing, when `gptr` is not `ELEM`-aligned.
 #[inline(always)]
 pub unsafe fn copy_chunk<const BYTES: usize, const ELEM: usize>(saddr: u32, gptr: *const u8) -> bool {
@@ -1429,7 +1429,7 @@ pub unsafe fn copy_chunk<const BYTES: usize, const ELEM: usize>(saddr: u32, gptr
             i += 1;
         }
         if BYTES == 16 {
-            store_shared_v4(saddr, w);
+            st_shared_v4(saddr, w);
         } else {
             asm!("st.shared.v2.u32 [{addr}], {{{a}, {b}}};", addr = in(reg32) saddr, a = in(reg32) w[0], b = in(reg32) w[1], options(nostack));
         }
@@ -1479,7 +1479,7 @@ pub fn store_chunk_halves(saddr: u32, h: [u32; 5]) {
 
 /// `st.shared.v4.u32` of `w` at shared address `saddr` (16-byte aligned).
 #[inline(always)]
-fn store_shared_v4(saddr: u32, w: [u32; 4]) {
+fn st_shared_v4(saddr: u32, w: [u32; 4]) {
     unsafe {
         asm!(
             "st.shared.v4.u32 [{addr}], {{{a}, {b}, {c}, {d}}};",
@@ -1495,14 +1495,7 @@ fn store_shared_v4(saddr: u32, w: [u32; 4]) {
 pub fn widen_shared<T: WidenPair>(from: u32, to: u32) {
     let (lo, hi): (u32, u32);
     unsafe { asm!("ld.shared.v2.u32 {{{a}, {b}}}, [{addr}];", a = out(reg32) lo, b = out(reg32) hi, addr = in(reg32) from, options(nostack, readonly)) };
-    let [w0, w1, w2, w3] = widen_words::<T>([lo, hi]);
-    unsafe {
-        asm!(
-            "st.shared.v4.u32 [{addr}], {{{a}, {b}, {c}, {d}}};",
-            addr = in(reg32) to, a = in(reg32) w0, b = in(reg32) w1, c = in(reg32) w2, d = in(reg32) w3,
-            options(nostack),
-        )
-    };
+    st_shared_v4(to, widen_words::<T>([lo, hi]));
 }
 
 /// Runs `f` in a function of its own, never inlined: the device lowering puts rarely taken code

@@ -454,7 +454,7 @@ impl<'a> DevGen<'a> {
                     #scalar
                 }
             };
-            let attempt = if pieces && halves {
+            let attempt = if halves {
                 quote! {
                     if !(#test && (#d::cp_async_pieces::<16>(#d::smem_addr() + __so as u32, __g as *const u8) || {
                         let __h = (__g as usize) % 2 == 0;
